@@ -1,0 +1,1 @@
+"""Data: the bnlearn network library, the benchmark generator, problem and data files."""

@@ -1,0 +1,166 @@
+"""The paper's benchmark generator (§4.1.1) and random graph models (§4.1.3, §4.4).
+
+Replicate a bnlearn DAG r = ceil(N / |V|) times, join replicas with ceil(0.1 r |E|) random
+edges oriented along one random linear extension (so the union stays acyclic), then sample a
+linear-Gaussian SEM and standardise every column. One seeded numpy Generator drives every
+draw, in a fixed sequence, so the same arguments give the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from hpc.errors import PsleError
+from hpc.graphs.equivalence import topological_order
+from hpc.graphs.pdag import PDAG, pair_keys
+
+#: Bumped whenever the sequence of random draws changes (stored in problem files).
+GENERATOR_VERSION = 1
+GRAPH_MODELS = ("er", "sf", "ws")
+
+
+@dataclass(frozen=True)
+class SEM:
+    """A linear-Gaussian SEM: weight k belongs to `dag.directed[k]`."""
+
+    dag: PDAG
+    weights: np.ndarray
+    noise_sd: np.ndarray
+
+
+def replicate(base: PDAG, n_nodes: int, rng: np.random.Generator,
+              extra_fraction: float = 0.1) -> tuple[PDAG, int]:
+    """`ceil(n_nodes / |V|)` copies of `base` plus `ceil(extra_fraction * r|E|)` cross edges.
+
+    Returns the DAG and the number of replicas r. Variable `v` of replica k is named `v_k`
+    (k from 1). With a single replica no cross edge can exist, so none is added.
+    """
+    if n_nodes <= 0:
+        raise PsleError(f"number of nodes must be positive, got {n_nodes}")
+    p0, e0 = base.p, len(base.directed)
+    r = math.ceil(n_nodes / p0)
+    names = tuple(f"{v}_{k}" for k in range(1, r + 1) for v in base.variables)
+    offsets = (np.arange(r, dtype=np.int64) * p0)[:, None, None]
+    within = (base.directed[None, :, :] + offsets).reshape(-1, 2)
+    n_extra = math.ceil(extra_fraction * r * e0) if r > 1 else 0
+    # A random interleaving of the replicas' topological orders is a linear extension of the
+    # union: cross edges oriented along it never close a cycle.
+    topo = topological_order(base)
+    keys = np.sort(rng.random((r, p0)), axis=1)
+    position = np.empty((r, p0))
+    position[:, topo] = keys
+    position = position.reshape(-1)
+    cross = _cross_pairs(rng, r, p0, n_extra)
+    forward = position[cross[:, 0]] < position[cross[:, 1]]
+    cross = np.where(forward[:, None], cross, cross[:, ::-1])
+    return PDAG(names, np.concatenate([within, cross])), r
+
+
+def _cross_pairs(rng: np.random.Generator, r: int, p0: int, count: int) -> np.ndarray:
+    """`count` distinct unordered pairs of nodes in different replicas, in draw order."""
+    p = r * p0
+    chosen = np.empty(0, dtype=np.int64)
+    pairs = np.empty((0, 2), dtype=np.int64)
+    while len(pairs) < count:
+        draw = rng.integers(0, p, size=(2 * (count - len(pairs)) + 16, 2))
+        draw = draw[draw[:, 0] // p0 != draw[:, 1] // p0]
+        keys = pair_keys(draw, p)
+        _, first = np.unique(keys, return_index=True)
+        first.sort()
+        draw, keys = draw[first], keys[first]
+        fresh = ~np.isin(keys, chosen)
+        take = draw[fresh][: count - len(pairs)]
+        pairs = np.concatenate([pairs, take])
+        chosen = np.concatenate([chosen, pair_keys(take, p)])
+    return pairs
+
+
+def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_node: int = 2,
+               rewire: float = 0.1) -> PDAG:
+    """Erdős–Rényi (`er`), scale-free (`sf`) or Watts–Strogatz (`ws`) DAG with ~edges_per_node·p edges.
+
+    ER and SF have exactly edges_per_node·p edges (SF grows from a complete graph on
+    2·edges_per_node + 1 nodes); WS is a ring lattice of 2·edges_per_node neighbours with
+    rewiring probability `rewire`. Edges are oriented along a random permutation.
+    """
+    if n_nodes <= 0:
+        raise PsleError(f"number of nodes must be positive, got {n_nodes}")
+    m = edges_per_node
+    seed = int(rng.integers(2**31))
+    if model == "er":
+        graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
+    elif model == "sf":
+        core = 2 * m + 1
+        if n_nodes <= core:
+            raise PsleError(f"a scale-free graph needs more than {core} nodes, got {n_nodes}")
+        graph = nx.barabasi_albert_graph(n_nodes, m, seed=seed, initial_graph=nx.complete_graph(core))
+    elif model == "ws":
+        if n_nodes <= 2 * m:
+            raise PsleError(f"a Watts-Strogatz graph needs more than {2 * m} nodes, got {n_nodes}")
+        graph = nx.watts_strogatz_graph(n_nodes, 2 * m, rewire, seed=seed)
+    else:
+        raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
+    edges = np.array(sorted(graph.edges()), dtype=np.int64).reshape(-1, 2)
+    rank = rng.permutation(n_nodes)
+    edges = np.where((rank[edges[:, 0]] < rank[edges[:, 1]])[:, None], edges, edges[:, ::-1])
+    return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges)
+
+
+def random_sem(dag: PDAG, rng: np.random.Generator) -> SEM:
+    """Weights uniform on [-1, -0.5] ∪ [0.5, 1], noise standard deviations uniform on [0, 1]."""
+    e = len(dag.directed)
+    weights = rng.uniform(0.5, 1.0, e) * rng.choice(np.array([-1.0, 1.0]), e)
+    return SEM(dag, weights, rng.uniform(0.0, 1.0, dag.p))
+
+
+def sample(sem: SEM, n_samples: int, rng: np.random.Generator) -> np.ndarray:
+    """n × p observations of the SEM, each column standardised to mean 0 and sd 1."""
+    if n_samples < 2:
+        raise PsleError(f"number of samples must be at least 2, got {n_samples}")
+    dag = sem.dag
+    x = np.asfortranarray(rng.standard_normal((n_samples, dag.p)) * sem.noise_sd)
+    by_child = np.lexsort((dag.directed[:, 0], dag.directed[:, 1]))
+    child = dag.directed[by_child, 1]
+    ptr = np.searchsorted(child, np.arange(dag.p + 1))
+    parents, weights = dag.directed[by_child, 0], sem.weights[by_child]
+    for j in topological_order(dag).tolist():
+        lo, hi = ptr[j], ptr[j + 1]
+        if hi > lo:
+            x[:, j] += x[:, parents[lo:hi]] @ weights[lo:hi]
+    x -= x.mean(axis=0)
+    sd = x.std(axis=0)
+    sd[sd == 0] = 1.0
+    x /= sd
+    return np.ascontiguousarray(x)
+
+
+def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str | None = None,
+                      graph: str | None = None, edges_per_node: int = 2, rewire: float = 0.1):
+    """A complete benchmark problem: replicated bnlearn `network`, or a random `graph` model."""
+    from hpc import __version__
+    from hpc.data.networks import load_network
+    from hpc.data.problem import Problem
+
+    if (network is None) == (graph is None):
+        raise PsleError("give exactly one of a network name or a graph model")
+    if samples < 2:
+        raise PsleError(f"number of samples must be at least 2, got {samples}")
+    rng = np.random.default_rng(seed)
+    if network is not None:
+        base = load_network(network)
+        dag, replicas = replicate(base, nodes, rng)
+        attrs = {"network": network.lower(), "replicas": replicas}
+    else:
+        dag = random_dag(graph, nodes, rng, edges_per_node, rewire)
+        attrs = {"network": graph, "replicas": 1, "edges_per_node": edges_per_node}
+        if graph == "ws":
+            attrs["rewire"] = rewire
+    sem = random_sem(dag, rng)
+    data = sample(sem, samples, rng)
+    attrs |= {"seed": seed, "nodes_requested": nodes, "samples": samples,
+              "generator_version": GENERATOR_VERSION, "psle_version": __version__}
+    return Problem(data, dag.variables, dag, sem.weights, sem.noise_sd, attrs)
