@@ -1,0 +1,102 @@
+import math
+
+import numpy as np
+import pytest
+
+from hpc.data.generate import benchmark_problem, random_dag, random_sem, replicate, sample
+from hpc.data.networks import PAPER_TEST_NETWORKS, load_network, network_names
+from hpc.data.problem import write_problem
+from hpc.errors import PsleError
+from hpc.graphs.equivalence import is_dag
+
+# (|V|, |E|) from the headers of tab:results_1000, tab:results_10000, tab:big_alarm, tab:big_asia.
+PAPER_SIZES = {
+    1000: {"alarm": (1036, 1417), "asia": (1000, 1100), "cancer": (1000, 880), "child": (1000, 1375),
+           "earthquake": (1000, 880), "hailfinder": (1008, 1307), "healthcare": (1001, 1416),
+           "mildew": (1015, 1468), "pigs": (1323, 1954), "survey": (1002, 1103)},
+    10000: {"alarm": (10027, 13713), "asia": (10000, 11000), "cancer": (10000, 8800),
+            "child": (10000, 13750), "earthquake": (10000, 8800), "hailfinder": (10024, 12996),
+            "healthcare": (10003, 14148), "mildew": (10010, 14472), "pigs": (10143, 14978),
+            "survey": (10002, 11003)},
+    20000: {"alarm": (20017, 27375), "asia": (20000, 22000)},
+    30000: {"alarm": (30007, 41037), "asia": (30000, 33000)},
+}
+
+
+def test_library_has_the_paper_networks_and_healthcare():
+    assert set(PAPER_TEST_NETWORKS) <= set(network_names())
+    assert len(network_names()) == 29
+    health = load_network("healthcare")
+    assert (health.p, health.n_edges) == (7, 9)
+    assert sorted(health.variables[i] for i in health.parents(health.index["T"])) == ["I", "O"]
+
+
+@pytest.mark.parametrize("nodes, network", [(n, net) for n, nets in PAPER_SIZES.items() for net in nets])
+def test_replication_reproduces_the_paper_sizes(nodes, network):
+    dag, _ = replicate(load_network(network), nodes, np.random.default_rng(0))
+    assert (dag.p, dag.n_edges) == PAPER_SIZES[nodes][network]
+    assert is_dag(dag)
+
+
+def test_replicas_keep_the_base_edges_and_cross_edges_join_different_replicas():
+    base = load_network("asia")
+    dag, r = replicate(base, 100, np.random.default_rng(1))
+    assert r == math.ceil(100 / base.p)
+    replica = dag.directed // base.p
+    within = dag.directed[replica[:, 0] == replica[:, 1]]
+    assert len(within) == r * base.n_edges
+    assert np.array_equal(np.unique(within % base.p, axis=0), base.directed)
+    assert len(dag.directed) - len(within) == math.ceil(0.1 * r * base.n_edges)
+
+
+def test_single_replica_gets_no_cross_edges():
+    dag, r = replicate(load_network("alarm"), 30, np.random.default_rng(0))
+    assert r == 1 and dag.n_edges == 46
+
+
+@pytest.mark.parametrize("model", ["er", "sf", "ws"])
+def test_random_graph_models_have_two_edges_per_node(model):
+    g = random_dag(model, 500, np.random.default_rng(3))
+    assert g.p == 500 and g.n_edges == 1000 and is_dag(g)
+
+
+def test_sample_matches_the_implied_correlation():
+    """Large-sample correlations equal those implied by (I - B)^-T D (I - B)^-1."""
+    rng = np.random.default_rng(7)
+    base = load_network("asia")
+    sem = random_sem(base, rng)
+    x = sample(sem, 200_000, rng)
+    assert np.allclose(x.mean(axis=0), 0, atol=1e-9) and np.allclose(x.std(axis=0), 1)
+    b = np.zeros((base.p, base.p))
+    b[base.directed[:, 0], base.directed[:, 1]] = sem.weights
+    inv = np.linalg.inv(np.eye(base.p) - b)
+    cov = inv.T @ np.diag(sem.noise_sd**2) @ inv
+    corr = cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+    assert np.abs(np.corrcoef(x, rowvar=False) - corr).max() < 0.01
+
+
+def test_weights_and_noise_are_in_the_paper_ranges():
+    sem = random_sem(load_network("pigs"), np.random.default_rng(0))
+    assert ((np.abs(sem.weights) >= 0.5) & (np.abs(sem.weights) <= 1)).all()
+    assert (sem.weights < 0).any() and (sem.weights > 0).any()
+    assert ((sem.noise_sd >= 0) & (sem.noise_sd <= 1)).all()
+
+
+def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(tmp_path):
+    paths = []
+    for name, seed in (("a", 5), ("b", 5), ("c", 6)):
+        paths.append(tmp_path / f"{name}.h5")
+        write_problem(paths[-1], benchmark_problem(200, seed, 50, network="child"))
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    assert paths[0].read_bytes() != paths[2].read_bytes()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"nodes": 100, "seed": 0, "network": "nonesuch"}, "unknown network 'nonesuch'"),
+    ({"nodes": 0, "seed": 0, "network": "asia"}, "must be positive"),
+    ({"nodes": 100, "seed": 0, "samples": 1, "network": "asia"}, "at least 2"),
+    ({"nodes": 100, "seed": 0, "graph": "xx"}, "unknown graph model"),
+])
+def test_bad_generator_arguments(kwargs, message):
+    with pytest.raises(PsleError, match=message):
+        benchmark_problem(**kwargs)
