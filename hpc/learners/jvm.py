@@ -1,0 +1,34 @@
+"""Start the JVM once per process with the options driving Tetrad from Python needs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from hpc.learners.runtime import check_jar, libjvm_path
+
+DEFAULT_HEAP = os.environ.get("PSLE_JAVA_HEAP", "2g")
+
+
+def jvm_options(heap: str = DEFAULT_HEAP) -> list[str]:
+    prefs = Path(tempfile.gettempdir()) / f"psle-java-prefs-{os.getuid()}"
+    return [
+        f"-Xmx{heap}",
+        "-Xss16m",  # multithreaded OpenBLAS in numpy.linalg segfaults beside a JVM with the default stack
+        f"-Djava.util.prefs.userRoot={prefs}",  # keep java.util.prefs out of the home directory
+        "-Djava.util.Arrays.useLegacyMergeSort=true",  # Tetrad's CPDAG->DAG comparator breaks TimSort's contract
+        "--enable-native-access=ALL-UNNAMED",
+        "-Djava.awt.headless=true",
+    ]
+
+
+def start_jvm(heap: str = DEFAULT_HEAP) -> None:
+    """Start the JVM (idempotent); the heap cannot change once it runs."""
+    import jpype
+    import jpype.imports  # noqa: F401  (enables `from edu.cmu... import ...`)
+
+    if jpype.isJVMStarted():
+        return
+    jpype.startJVM(*jvm_options(heap), jvmpath=str(libjvm_path()), classpath=[str(check_jar())],
+                   convertStrings=False)

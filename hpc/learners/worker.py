@@ -1,0 +1,162 @@
+"""A JVM in a child process, so a learner can be stopped (or crash) without taking its caller down.
+
+Killing a JVM mid-call from inside its own process segfaults, and JPype has aborted whole
+Python processes on large fGES runs: each request therefore goes to a long-lived child
+(`python -m hpc.learners.worker`) over a pipe; on a time limit the child is SIGKILLed and
+a fresh one is started for the next request. Subprocess (not multiprocessing) so it also
+works inside daemonic dask workers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any, BinaryIO
+
+_HEADER = struct.Struct("<Q")
+
+
+class WorkerTimeout(Exception):
+    """The request did not finish within its time limit; the worker was killed."""
+
+
+class WorkerCrash(Exception):
+    """The worker process died (JVM abort, out of memory, killed from outside)."""
+
+
+class WorkerError(Exception):
+    """The request raised inside the worker (e.g. a Java exception); message is one line."""
+
+
+def _send(stream: BinaryIO, obj: Any) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def _recv_blocking(stream: BinaryIO) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    return pickle.loads(stream.read(_HEADER.unpack(header)[0]))
+
+
+class TetradWorker:
+    """Client of one worker process; `call` runs a request with a deadline."""
+
+    def __init__(self, heap: str | None = None):
+        self.heap = heap
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc and self._proc.poll() is None else None
+
+    def _start(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            self._log = tempfile.TemporaryFile(mode="w+b")
+            env = dict(os.environ)
+            if self.heap:
+                env["PSLE_JAVA_HEAP"] = self.heap
+            self._proc = subprocess.Popen([sys.executable, "-m", "hpc.learners.worker"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=self._log, env=env)
+        return self._proc
+
+    def _log_tail(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        lines = [ln for ln in self._log.read().decode(errors="replace").splitlines() if ln.strip()]
+        return lines[-1].strip() if lines else ""
+
+    def call(self, function: str, kwargs: dict[str, Any], timeout: float | None = None) -> Any:
+        proc = self._start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            _send(proc.stdin, (function, kwargs))
+        except BrokenPipeError:
+            raise WorkerCrash(self._crash_message()) from None
+        fd = proc.stdout.fileno()
+        buf = bytearray()
+        need = _HEADER.size
+        have_header = False
+        while len(buf) < need:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                self.kill()
+                raise WorkerTimeout(f"no result within {timeout:g} s")
+            chunk = os.read(fd, max(need - len(buf), 1 << 16))
+            if not chunk:
+                raise WorkerCrash(self._crash_message())
+            buf += chunk
+            if not have_header and len(buf) >= _HEADER.size:
+                need = _HEADER.size + _HEADER.unpack(bytes(buf[:_HEADER.size]))[0]
+                have_header = True
+        status, value = pickle.loads(bytes(buf[_HEADER.size:need]))
+        if status == "error":
+            raise WorkerError(value)
+        return value
+
+    def _crash_message(self) -> str:
+        code = self._proc.wait() if self._proc else None
+        tail = self._log_tail()
+        return f"worker process died (exit code {code})" + (f": {tail}" if tail else "")
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    close = kill
+
+
+_default: TetradWorker | None = None
+
+
+def default_worker() -> TetradWorker:
+    """One worker per calling process, started on first use and killed at exit."""
+    global _default
+    if _default is None:
+        _default = TetradWorker()
+        atexit.register(_default.kill)
+    return _default
+
+
+def _serve() -> None:
+    """Worker main loop: requests on stdin, results on the original stdout.
+
+    Java and native code may print to fd 1, so the protocol gets a private copy of it and
+    fd 1 is pointed at stderr.
+    """
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    from hpc.learners import tetrad
+
+    while True:
+        request = _recv_blocking(sys.stdin.buffer)
+        if request is None:
+            return
+        function, kwargs = request
+        try:
+            result = ("ok", getattr(tetrad, function)(**kwargs))
+        except Exception as exc:  # report, keep serving: one bad request must not kill the JVM
+            text = str(exc).strip().splitlines()
+            message = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+            traceback.print_exc()
+            result = ("error", message)
+        _send(out, result)
+
+
+if __name__ == "__main__":
+    _serve()
