@@ -65,14 +65,16 @@ def _parse_params(items: list[str]) -> dict[str, object]:
 
 def _learn(args: argparse.Namespace) -> None:
     from hpc.atomic import check_writable
-    from hpc.data.tabular import read_data
+    from hpc.data.tabular import check_learnable, read_data
     from hpc.graphs.io import write_graph
-    from hpc.learners.members import member_from_spec
+    from hpc.learners.members import check_runtime, member_from_spec
 
     check_writable(args.output)
     member = member_from_spec({"method": args.method, **_parse_params(args.param)}, time_limit=args.time_limit)
     member.validate()
+    check_runtime()
     x, variables = read_data(args.data)
+    check_learnable(x, variables, str(args.data))
     print(f"psle: {member!r} on {args.data} ({x.shape[0]} rows, {x.shape[1]} variables) ...", file=sys.stderr)
     member.fit(x, variables)
     if member.status_ != "ok":

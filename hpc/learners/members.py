@@ -15,6 +15,7 @@ import numpy as np
 from hpc.errors import PsleError
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
+from hpc.learners.tetrad import user_names
 from hpc.learners.runtime import TETRAD_VERSION, check_jar, libjvm_path
 from hpc.learners.worker import TetradWorker, WorkerCrash, WorkerError, WorkerTimeout, default_worker
 
@@ -29,7 +30,7 @@ class LearnerError(PsleError):
 _runtime_checked = False
 
 
-def _check_runtime() -> None:
+def check_runtime() -> None:
     """Fail in the caller, with the clear message, before a worker tries to start Java."""
     global _runtime_checked
     if not _runtime_checked:
@@ -92,7 +93,7 @@ class Member:
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> Member:
         """Learn from a covariance matrix (divisor n - 1) and sample size: what PEF and the SLE pass."""
         self.validate()
-        _check_runtime()
+        check_runtime()
         worker: TetradWorker = getattr(self, "worker", None) or default_worker()
         start = time.perf_counter()
         try:
@@ -101,7 +102,7 @@ class Member:
         except WorkerTimeout:
             self.status_, self.graph_, self.bic_ = TIMED_OUT, None, None
         except (WorkerError, WorkerCrash) as exc:
-            raise LearnerError(f"{self!r} failed: {exc}") from None
+            raise LearnerError(f"{self!r} failed: {user_names(str(exc), tuple(variables))}") from None
         else:
             self.status_ = OK
             self.graph_ = PDAG(tuple(variables), directed, undirected)

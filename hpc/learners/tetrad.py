@@ -8,6 +8,8 @@ and fGES about 3x slower.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from hpc.learners.jvm import start_jvm
@@ -15,6 +17,14 @@ from hpc.learners.jvm import start_jvm
 
 def tetrad_name(i: int) -> str:
     return f"v{i}q{(i * 2654435761) % 4294967296:08x}"
+
+
+_NAME = re.compile(r"\bv(\d+)q[0-9a-f]{8}\b")
+
+
+def user_names(text: str, variables: tuple[str, ...]) -> str:
+    """Put the user's variable names back into a Tetrad message."""
+    return _NAME.sub(lambda m: variables[int(m.group(1))] if int(m.group(1)) < len(variables) else m.group(0), text)
 
 
 def covariance_matrix(cov: np.ndarray, n: int):

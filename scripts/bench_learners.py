@@ -1,0 +1,73 @@
+"""Seconds and peak memory of the Tetrad members at 50 / 200 / 1,000 variables (Alarm-based, n = 1000).
+
+Each run gets a fresh JVM worker (so peak RSS = that run's JVM, read from /proc VmHWM) and a
+time limit; a run over it is reported as "> LIMIT s". Members: fGES with Tetrad's defaults,
+the four fGES members of the paper's learned SLE (table:greedyae), PC-Stable with defaults.
+
+Usage: python scripts/bench_learners.py [--sizes 50 200 1000] [--limit 900] [--heap 4g]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from hpc.data.generate import benchmark_problem
+from hpc.graphs.metrics import evaluate
+from hpc.learners import FGES, PCStable
+from hpc.learners.members import LearnerError
+from hpc.learners.worker import TetradWorker
+
+MEMBERS = [
+    ("fGES defaults (λ=1, m=1000)", lambda: FGES()),
+    ("fGES λ=5.87273, m=185", lambda: FGES(penalty=5.87273, max_parents=185)),
+    ("fGES λ=20.6045, m=17", lambda: FGES(penalty=20.6045, max_parents=17)),
+    ("fGES λ=2.53767, m=91", lambda: FGES(penalty=2.53767, max_parents=91)),
+    ("fGES λ=5.62460, m=11", lambda: FGES(penalty=5.62460, max_parents=11)),
+    ("PC-Stable α=0.05, depth=1000", lambda: PCStable()),
+]
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", type=int, default=[50, 200, 1000])
+    ap.add_argument("--limit", type=float, default=900.0, help="seconds per run")
+    ap.add_argument("--heap", default="4g")
+    args = ap.parse_args()
+    print("| variables | member | seconds | peak RSS (MB) | F1-adj | F1-arrow | status |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    for size in args.sizes:
+        problem = benchmark_problem(size, 0, 1000, network="alarm")
+        for label, make in MEMBERS:
+            worker = TetradWorker(heap=args.heap)
+            worker.call("start_jvm", {})
+            member = make()
+            member.time_limit, member.worker = args.limit, worker
+            pid = worker.pid
+            start = time.perf_counter()
+            try:
+                member.fit(problem.data, problem.variables)
+                status = member.status_
+            except LearnerError as exc:
+                status = f"failed: {exc}"
+            seconds = time.perf_counter() - start
+            peak = peak_rss_mb(pid) if worker.pid == pid else float("nan")
+            worker.kill()
+            if status == "ok":
+                m = evaluate(member.graph_, problem.truth)
+                cells = f"{seconds:.1f} | {peak:.0f} | {m.f1_adjacent:.3f} | {m.f1_arrowhead:.3f}"
+            else:
+                cells = f"> {args.limit:g} | - | - | -" if status == "timed out" else f"{seconds:.1f} | - | - | -"
+            print(f"| {problem.p} | {label} | {cells} | {status} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""fGES and PC-Stable members against direct Tetrad calls, hand truths and real process kills."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from hpc.data.generate import benchmark_problem
+from hpc.errors import PsleError
+from hpc.graphs.equivalence import pdag_to_dag
+from hpc.graphs.metrics import evaluate
+from hpc.graphs.pdag import PDAG
+from hpc.learners import FGES, PCStable, member_from_spec
+from hpc.learners.bic import bic, covariance, local_scores
+from hpc.learners.members import LearnerError
+from hpc.learners.worker import TetradWorker
+
+
+@pytest.fixture(scope="module")
+def alarm100():
+    return benchmark_problem(100, 0, 1000, network="alarm")
+
+
+@pytest.fixture(scope="module")
+def tetrad():
+    """Tetrad itself, in this process: the reference the members are compared with."""
+    from hpc.learners.jvm import start_jvm
+
+    start_jvm()
+    import edu.cmu.tetrad as t  # noqa: F401  (package import makes the classes reachable)
+
+    return t
+
+
+def tetrad_dataset(x, names):
+    from edu.cmu.tetrad.data import BoxDataSet, ContinuousVariable, DoubleDataBox
+    from java.util import ArrayList
+    from jpype import JArray, JDouble
+
+    nodes = ArrayList()
+    for name in names:
+        nodes.add(ContinuousVariable(name))
+    return BoxDataSet(DoubleDataBox(JArray(JDouble, 2)(np.ascontiguousarray(x))), nodes)
+
+
+def tetrad_graph_to_pdag(graph, names):
+    edges = []
+    for e in graph.getEdges():
+        a, b = str(e.getNode1().getName()), str(e.getNode2().getName())
+        e1, e2 = str(e.getEndpoint1().name()), str(e.getEndpoint2().name())
+        edges.append((a, b, "-->") if (e1, e2) == ("TAIL", "ARROW") else
+                     (b, a, "-->") if (e1, e2) == ("ARROW", "TAIL") else (a, b, "---"))
+    return PDAG.from_named_edges(names, edges)
+
+
+def test_fges_equals_a_direct_tetrad_call(alarm100, tetrad):
+    from edu.cmu.tetrad.search import Fges
+    from edu.cmu.tetrad.search.score import SemBicScore
+
+    from hpc.learners.tetrad import tetrad_name
+
+    names = [tetrad_name(i) for i in range(alarm100.p)]
+    score = SemBicScore(tetrad_dataset(alarm100.data, names), True)
+    score.setPenaltyDiscount(2.0)
+    search = Fges(score)
+    search.setMaxDegree(1000)
+    direct = tetrad_graph_to_pdag(search.search(), names)
+    ours = FGES(penalty=2).fit(alarm100.data, names)
+    assert ours.status_ == "ok"
+    assert ours.graph_ == direct
+
+
+def test_pc_stable_equals_a_direct_tetrad_call(alarm100, tetrad):
+    from edu.cmu.tetrad.search import Pc
+    from edu.cmu.tetrad.search.test import IndTestFisherZ
+
+    from hpc.learners.tetrad import tetrad_name
+
+    names = [tetrad_name(i) for i in range(alarm100.p)]
+    search = Pc(IndTestFisherZ(tetrad_dataset(alarm100.data, names), 0.05))
+    search.setStable(True)
+    search.setDepth(1000)
+    direct = tetrad_graph_to_pdag(search.search(), names)
+    assert PCStable(alpha=0.05, depth=1000).fit(alarm100.data, names).graph_ == direct
+
+
+@pytest.mark.parametrize("penalty", [1.0, 2.5])
+def test_bic_equals_tetrad_sem_bic_score(alarm100, tetrad, penalty):
+    from edu.cmu.tetrad.graph import EdgeListGraph, Edges
+    from edu.cmu.tetrad.search.score import SemBicScorer
+
+    names = list(alarm100.variables)
+    data = tetrad_dataset(alarm100.data, names)
+    for graph in (alarm100.truth, FGES(penalty=2).fit(alarm100.data, names).graph_):
+        dag = pdag_to_dag(graph)
+        jgraph = EdgeListGraph(data.getVariables())
+        for a, b in dag.directed.tolist():
+            jgraph.addEdge(Edges.directedEdge(jgraph.getNode(names[a]), jgraph.getNode(names[b])))
+        theirs = float(SemBicScorer.scoreDag(jgraph, data, penalty, True))
+        ours = bic(graph, covariance(alarm100.data), alarm100.n, penalty)
+        assert ours == pytest.approx(theirs, rel=1e-6)
+
+
+def test_bic_of_the_empty_graph_by_hand():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 3)) * [1.0, 2.0, 0.5]
+    n = 40
+    expected = sum(2 * (-n / 2 * (np.log(2 * np.pi * np.var(x[:, j], ddof=1)) + 1)) for j in range(3))
+    assert bic(PDAG.empty(["a", "b", "c"]), covariance(x), n) == pytest.approx(expected)
+    # One parent: residual variance of a simple regression, penalty ln n per coefficient.
+    c = covariance(x)
+    s2 = c[1, 1] - c[0, 1] ** 2 / c[0, 0]
+    assert local_scores(c, n, [[], [0], []])[1] == pytest.approx(2 * (-n / 2 * (np.log(2 * np.pi * s2) + 1)) - np.log(n))
+
+
+def test_fges_accuracy_on_alarm_100(alarm100):
+    m = FGES(penalty=2).fit(alarm100.data, alarm100.variables)
+    assert evaluate(m.graph_, alarm100.truth).f1_adjacent >= 0.9
+    assert m.seconds_ > 0 and m.bic_ < 0
+
+
+def test_time_limit_stops_the_search_and_leaves_no_jvm():
+    problem = benchmark_problem(500, 1, 1000, network="alarm")
+    worker = TetradWorker()
+    worker.call("start_jvm", {})  # warm: the limit then measures the search alone
+    pid = worker.pid
+    start = time.monotonic()
+    m = FGES(penalty=1, time_limit=2, worker=worker).fit(problem.data, problem.variables)
+    elapsed = time.monotonic() - start
+    assert m.status_ == "timed out" and m.graph_ is None
+    assert elapsed < 2 + 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    # The next fit gets a fresh worker.
+    small = benchmark_problem(30, 0, 200, network="asia")
+    assert FGES(worker=worker).fit(small.data, small.variables).status_ == "ok"
+    worker.kill()
+
+
+def test_java_exception_names_the_member_and_parameters():
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    with pytest.raises(LearnerError, match=r"pc-stable\(alpha=0.05, depth=1000\) failed: .*RuntimeException.*X\d _\|\|_ X\d"):
+        PCStable().fit(x, ["X0", "X1", "X2", "X3"])
+
+
+@pytest.mark.parametrize("member, message", [
+    (FGES(penalty=0.5), r"penalty=0.5 is outside \[1, 1000\]"),
+    (FGES(max_parents=0), "max_parents=0 is outside"),
+    (FGES(max_parents=2.5), "whole number"),
+    (FGES(faithfulness="yes"), "faithfulness must be true or false"),
+    (PCStable(alpha=0.5), r"alpha=0.5 is outside \[0.01, 0.2\]"),
+    (PCStable(depth=1001), "depth=1001 is outside"),
+    (FGES(time_limit=0), "time limit must be positive"),
+])
+def test_parameters_are_checked_against_the_paper_space(member, message):
+    with pytest.raises(PsleError, match=message):
+        member.fit(np.random.default_rng(0).standard_normal((20, 3)))
+
+
+def test_defaults_are_tetrads():
+    assert FGES().get_params() == {"penalty": 1.0, "max_parents": 1000, "faithfulness": False}
+    assert PCStable().get_params() == {"alpha": 0.05, "depth": 1000}
+
+
+def test_member_from_spec_round_trips_and_rejects_unknowns():
+    m = FGES(penalty=5.87273, max_parents=185)
+    assert member_from_spec(m.spec()).get_params() == m.get_params()
+    with pytest.raises(PsleError, match="unknown parameter"):
+        member_from_spec({"method": "fges", "alpha": 0.1})
+    with pytest.raises(PsleError, match="unknown method"):
+        member_from_spec({"method": "notears"})
+
+
+@pytest.mark.parametrize("x, message", [
+    (np.ones((2, 3)), "needs at least 3"),
+    (np.array([[1.0, 2], [np.nan, 1], [3, 4]]), "not finite"),
+    (np.array([[1.0, 2], [np.inf, 1], [3, 4]]), "not finite"),
+    (np.array([[1.0, 2], [1.0, 1], [1.0, 4]]), "constant column"),
+])
+def test_unusable_data_is_rejected_before_java(x, message):
+    with pytest.raises(PsleError, match=message):
+        FGES().fit(x)
