@@ -1,0 +1,111 @@
+"""Structure learning ensembles (SLE): run every member, keep the output with the best BIC.
+
+`run_member` is the unit of work (module-level and picklable, so dask can ship it); `SLE`
+is the scikit-learn-style estimator over it. A member that fails or times out is skipped
+with a warning; the ensemble fails only when all of them do.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hpc.errors import PsleError
+from hpc.graphs.pdag import PDAG
+from hpc.learners.bic import covariance
+from hpc.learners.members import OK, LearnerError, member_from_spec
+
+
+@dataclass
+class MemberRun:
+    """What one member produced on one (sub)problem."""
+
+    spec: dict[str, Any]
+    status: str  # "ok", "timed out" or "failed"
+    directed: np.ndarray | None
+    undirected: np.ndarray | None
+    bic: float | None
+    seconds: float
+    error: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"member": self.spec, "status": self.status, "bic": self.bic, "seconds": round(self.seconds, 3),
+                **({"error": self.error} if self.error else {})}
+
+
+def run_member(spec: dict[str, Any], cov: np.ndarray, n: int, variables: tuple[str, ...],
+               time_limit: float | None = None) -> MemberRun:
+    start = time.perf_counter()
+    member = member_from_spec(spec, time_limit)
+    try:
+        member.fit_covariance(cov, n, variables)
+    except LearnerError as exc:
+        return MemberRun(dict(spec), "failed", None, None, None, time.perf_counter() - start, str(exc))
+    g = member.graph_
+    return MemberRun(dict(spec), member.status_, None if g is None else g.directed,
+                     None if g is None else g.undirected, member.bic_, member.seconds_)
+
+
+def best_run(runs: list[MemberRun]) -> int | None:
+    """Index of the successful run with the highest BIC (first on ties), None if none succeeded."""
+    scored = [(r.bic, -k) for k, r in enumerate(runs) if r.status == OK and r.bic is not None and np.isfinite(r.bic)]
+    return -max(scored)[1] if scored else None
+
+
+def choose(runs: list[MemberRun], variables: tuple[str, ...], where: str = "") -> tuple[PDAG, int]:
+    """The winning graph and its index; warns about members skipped, raises if all failed."""
+    for r in runs:
+        if r.status != OK:
+            warnings.warn(f"{where}member {r.spec} {r.status}{': ' + r.error if r.error else ''}; skipped",
+                          stacklevel=2)
+    k = best_run(runs)
+    if k is None:
+        raise PsleError(f"{where}every member of the ensemble failed or timed out")
+    return PDAG(variables, runs[k].directed, runs[k].undirected), k
+
+
+class SLE:
+    """An ensemble of member specs (`{"method": "fges", "penalty": 2, ...}`) chosen between by BIC."""
+
+    def __init__(self, members: list[dict[str, Any]], time_limit: float | None = None, executor=None):
+        self.members = members
+        self.time_limit = time_limit
+        self.executor = executor
+
+    def validate(self) -> None:
+        if not self.members:
+            raise PsleError("an ensemble needs at least one member")
+        for spec in self.members:
+            member_from_spec(spec, self.time_limit).validate()
+
+    def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> SLE:
+        from hpc.data.tabular import check_learnable
+
+        x = np.asarray(x, dtype=np.float64)
+        variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
+        check_learnable(x, variables)
+        return self.fit_covariance(covariance(x), x.shape[0], variables)
+
+    def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> SLE:
+        from hpc.parallel import SerialExecutor
+
+        self.validate()
+        executor = self.executor or SerialExecutor()
+        start = time.perf_counter()
+        tasks = [(spec, cov, n, tuple(variables), self.time_limit) for spec in self.members]
+        runs: list[MemberRun | None] = [None] * len(tasks)
+        for k, run in executor.run(run_member, tasks):
+            runs[k] = run
+        self.runs_ = runs
+        self.graph_, self.winner_ = choose(runs, tuple(variables))
+        self.bic_ = runs[self.winner_].bic
+        self.seconds_ = time.perf_counter() - start
+        return self
+
+    def result_meta(self) -> dict[str, Any]:
+        return {"method": "sle", "members": self.members, "winner": self.winner_, "bic": self.bic_,
+                "seconds": round(self.seconds_, 3), "runs": [r.summary() for r in self.runs_]}

@@ -1,0 +1,65 @@
+"""Where independent work runs: in this process, or on dask (a local cluster or a scheduler address).
+
+Learners and PEF only see `run(fn, arg_tuples)` yielding `(index, result)` as results
+arrive, and `scatter(obj)` for large inputs many tasks share.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class SerialExecutor:
+    """Runs tasks one after another in this process (tests, tiny problems, debugging)."""
+
+    def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
+        for k, args in enumerate(tasks):
+            yield k, fn(*args)
+
+    def scatter(self, obj: Any) -> Any:
+        return obj
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> SerialExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class DaskExecutor(SerialExecutor):
+    """Tasks on dask workers; each worker process keeps its own JVM worker between tasks.
+
+    With no address, a LocalCluster of one single-threaded worker process per core is
+    started (and closed with the executor).
+    """
+
+    def __init__(self, address: str | None = None, n_workers: int | None = None):
+        from dask.distributed import Client, LocalCluster
+
+        self._cluster = None
+        if address:
+            self.client = Client(address)
+        else:
+            self._cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                                         processes=True, dashboard_address=None, silence_logs=40)
+            self.client = Client(self._cluster)
+
+    def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
+        from dask.distributed import as_completed
+
+        futures = {self.client.submit(fn, *args, pure=False): k for k, args in enumerate(tasks)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+    def scatter(self, obj: Any) -> Any:
+        return self.client.scatter(obj, broadcast=True)
+
+    def close(self) -> None:
+        self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()

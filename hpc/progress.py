@@ -1,0 +1,36 @@
+"""Progress lines on stderr: `label: done/total (elapsed)`, rewritten in place on a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    def __init__(self, enabled: bool = True, stream=sys.stderr, min_interval: float = 0.5):
+        self.enabled = enabled
+        self.stream = stream
+        self.min_interval = min_interval
+        self.start = time.perf_counter()
+        self._last = 0.0
+        self._tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        final = done >= total
+        if not final and now - self._last < self.min_interval:
+            return
+        self._last = now
+        line = f"psle: {label}: {done}/{total} ({now - self.start:.1f} s)"
+        if self._tty:
+            self.stream.write("\r\033[K" + line + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            self.stream.write(f"psle: {text} ({time.perf_counter() - self.start:.1f} s)\n")
+            self.stream.flush()
