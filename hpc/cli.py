@@ -63,26 +63,78 @@ def _parse_params(items: list[str]) -> dict[str, object]:
     return params
 
 
+METHODS = ("p-sle", "sle", "p-fges", "p-pc-stable", "fges", "pc-stable")
+
+
+def _learner(args: argparse.Namespace, executor):
+    """The estimator a method name stands for, and a label for messages."""
+    from dataclasses import fields, replace
+
+    from hpc.learners.ensemble import SLE, load_sle
+    from hpc.learners.members import member_from_spec
+    from hpc.pef.fusion import FusionConfig
+    from hpc.pef.pipeline import PEF
+    from hpc.pef.partition import PartitionConfig
+
+    params = _parse_params(args.param)
+    if args.method in ("fges", "pc-stable"):
+        member = member_from_spec({"method": args.method, **params}, time_limit=args.time_limit)
+        member.validate()
+        return member, repr(member)
+    if args.method in ("sle", "p-sle"):
+        if params:
+            raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
+        name, members = load_sle(args.sle)
+        label = f"{args.method} ({name} ensemble, {len(members)} members)"
+    else:
+        members = [{"method": args.method[2:], **params}]
+        label = f"{args.method} ({member_from_spec(members[0])!r})"
+    if args.method == "sle":
+        sle = SLE(members, args.time_limit, executor)
+        sle.validate()
+        return sle, label
+    partition, fusion = PartitionConfig(), FusionConfig()
+    for name, value in _parse_params(args.pef).items():
+        target = next((c for c in (partition, fusion) if name in {f.name for f in fields(c)}), None)
+        if target is None:
+            known = [f.name for c in (partition, fusion) for f in fields(c)]
+            raise PsleError(f"--pef {name}: unknown setting; known: {', '.join(known)}")
+        if target is partition:
+            partition = replace(partition, **{name: value})
+        else:
+            fusion = replace(fusion, **{name: value})
+    pef = PEF(members, args.time_limit, partition, fusion, executor)
+    pef.validate()
+    return pef, label
+
+
 def _learn(args: argparse.Namespace) -> None:
     from hpc.atomic import check_writable
     from hpc.data.tabular import check_learnable, read_data
     from hpc.graphs.io import write_graph
-    from hpc.learners.members import check_runtime, member_from_spec
+    from hpc.learners.members import Member, check_runtime
+    from hpc.learners.runtime import TETRAD_VERSION
+    from hpc.parallel import DaskExecutor, SerialExecutor
 
     check_writable(args.output)
-    member = member_from_spec({"method": args.method, **_parse_params(args.param)}, time_limit=args.time_limit)
-    member.validate()
+    learner, label = _learner(args, None)
     check_runtime()
     x, variables = read_data(args.data)
     check_learnable(x, variables, str(args.data))
-    print(f"psle: {member!r} on {args.data} ({x.shape[0]} rows, {x.shape[1]} variables) ...", file=sys.stderr)
-    member.fit(x, variables)
-    if member.status_ != "ok":
-        raise PsleError(f"{member!r} {member.status_} after {member.seconds_:.1f} s (--time-limit "
+    print(f"psle: {label} on {args.data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
+    start = time.perf_counter()
+    parallel = not isinstance(learner, Member) and not args.serial
+    with (DaskExecutor(args.scheduler, args.workers) if parallel else SerialExecutor()) as executor:
+        learner.executor = executor
+        learner.fit(x, variables)
+    seconds = time.perf_counter() - start
+    if isinstance(learner, Member) and learner.status_ != "ok":
+        raise PsleError(f"{label} {learner.status_} after {learner.seconds_:.1f} s (--time-limit "
                         f"{args.time_limit:g}); nothing written")
-    write_graph(args.output, member.graph_, {**member.result_meta(), "data": str(args.data)})
-    print(f"psle: {member.graph_.n_edges} edges, BIC {member.bic_:.2f}, {member.seconds_:.1f} s -> {args.output}",
-          file=sys.stderr)
+    meta = {"method": args.method, **learner.result_meta(), "data": str(args.data),
+            "total_seconds": round(seconds, 3), "tetrad_version": TETRAD_VERSION}
+    write_graph(args.output, learner.graph_, meta)
+    print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {args.output}", file=sys.stderr)
 
 
 def _doctor(args: argparse.Namespace) -> None:
@@ -124,10 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     learn = sub.add_parser("learn", help="learn a CPDAG from data (CSV with a header row, or problem .h5)")
     learn.add_argument("data", help="data file: CSV (header = variable names) or problem .h5")
-    learn.add_argument("--method", required=True, choices=["fges", "pc-stable"])
+    learn.add_argument("--method", default="p-sle", choices=METHODS,
+                       help="p-sle (default): PEF with an ensemble; sle: the ensemble on the whole problem; "
+                            "p-fges / p-pc-stable: PEF with one learner; fges / pc-stable: one learner")
+    learn.add_argument("--sle", default="learned", help="ensemble for sle/p-sle: learned, default, random or a .yaml")
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                       help="fges: penalty, max_parents, faithfulness; pc-stable: alpha, depth")
-    learn.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
+                       help="learner parameters: fges penalty, max_parents, faithfulness; pc-stable alpha, depth")
+    learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
+                       help="PEF settings: large_fraction, min_large, alpha1, alpha2, prescreen_alpha, penalty")
+    learn.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                       help="per member run (per cluster under PEF)")
+    learn.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
+    learn.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
+    learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
     learn.set_defaults(func=_learn)
 

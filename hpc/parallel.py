@@ -6,6 +6,7 @@ arrive, and `scatter(obj)` for large inputs many tasks share.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,6 +61,14 @@ class DaskExecutor(SerialExecutor):
         return self.client.scatter(obj, broadcast=True)
 
     def close(self) -> None:
-        self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
+        # Workers still heartbeating while the scheduler goes away log CommClosedError tracebacks:
+        # harmless at shutdown, alarming on a user's terminal.
+        log = logging.getLogger("distributed")
+        level = log.level
+        log.setLevel(logging.CRITICAL)
+        try:
+            self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+        finally:
+            log.setLevel(level)

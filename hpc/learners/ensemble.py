@@ -7,12 +7,15 @@ with a warning; the ensemble fails only when all of them do.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from hpc.errors import PsleError
 from hpc.graphs.pdag import PDAG
@@ -109,3 +112,33 @@ class SLE:
     def result_meta(self) -> dict[str, Any]:
         return {"method": "sle", "members": self.members, "winner": self.winner_, "bic": self.bic_,
                 "seconds": round(self.seconds_, 3), "runs": [r.summary() for r in self.runs_]}
+
+
+def conf_dir() -> Path:
+    """The project's Hydra config tree: `$PSLE_CONF_DIR`, else `conf/` beside the package."""
+    return Path(os.environ.get("PSLE_CONF_DIR") or Path(__file__).resolve().parents[2] / "conf")
+
+
+def load_sle(name_or_path: str) -> tuple[str, list[dict[str, Any]]]:
+    """An ensemble by name (`conf/sle/<name>.yaml`: learned, default, random) or YAML path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = conf_dir() / "sle" / f"{name_or_path}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in (conf_dir() / "sle").glob("*.yaml"))
+            raise PsleError(f"unknown ensemble {name_or_path!r}; known: {', '.join(known)} (or a .yaml path)")
+    if not path.is_file():
+        raise PsleError(f"{path}: no such file")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise PsleError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    members = doc.get("members") if isinstance(doc, dict) else None
+    if not isinstance(members, list) or not members or not all(isinstance(m, dict) for m in members):
+        raise PsleError(f"{path}: expected a 'members' list of {{method: ..., parameters...}} entries")
+    for k, spec in enumerate(members):
+        try:
+            member_from_spec(spec).validate()
+        except PsleError as exc:
+            raise PsleError(f"{path}: member {k + 1}: {exc}") from None
+    return str(doc.get("name", path.stem)), [dict(m) for m in members]
