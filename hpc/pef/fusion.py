@@ -66,9 +66,9 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: dic
     """F1 for all pairs (i in rows, j in cols): the pairs with p < alpha1, their p-values, pairs tested.
 
     `z` is standardised data (z.T @ z = correlation), `parents[v]` the parents of v in the
-    union of cluster DAGs (all inside v's own cluster).
+    union of cluster DAGs (inside v's own cluster, so pa(i) and pa(j) never overlap).
     """
-    local = np.unique(np.concatenate([rows, cols]))
+    local = np.unique(np.concatenate([rows, cols, *(parents.get(int(v), ()) for v in (*rows, *cols))]).astype(np.int64))
     pos = {int(v): k for k, v in enumerate(local)}
     corr = z[:, local].T @ z[:, local]
     ri = np.array([pos[int(v)] for v in rows])

@@ -1,0 +1,150 @@
+"""PEF's steps on planted problems whose answers are known, plus agreement with scipy."""
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+from scipy.stats import norm
+
+from hpc.data.generate import random_sem, sample
+from hpc.graphs.pdag import PDAG
+from hpc.parallel import DaskExecutor, SerialExecutor
+from hpc.pef.fusion import FusionConfig, fisher_z_pvalues, fuse, partial_correlations, screen_block
+from hpc.pef.partition import (PartitionConfig, average_linkage, cut, distance_matrix, large_cluster_counts,
+                               merge_small, partition, standardize)
+from hpc.pef.pipeline import PEF
+
+
+def scipy_linkage(x):
+    d = distance_matrix(x).astype(np.float64)
+    np.fill_diagonal(d, 0)
+    return linkage(squareform(d, checks=False), "average")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_linkage_matches_scipy(seed):
+    x = np.random.default_rng(seed).standard_normal((100, 40))
+    ours = average_linkage(distance_matrix(x))
+    theirs = scipy_linkage(x)
+    assert np.array_equal(ours[:, [0, 1, 3]], theirs[:, [0, 1, 3]])
+    assert np.allclose(ours[:, 2], theirs[:, 2], atol=1e-5)
+
+
+def test_cut_matches_scipy_fcluster():
+    x = np.random.default_rng(4).standard_normal((100, 30))
+    z = average_linkage(distance_matrix(x))
+    for k in (2, 5, 11):
+        ours = cut(z, 30, k)
+        theirs = fcluster(z, k, "maxclust")
+        # same partition up to label names
+        assert len(set(zip(ours, theirs))) == k == len(set(ours))
+
+
+def test_large_cluster_counts_by_hand():
+    # 4 points: merge (0,1) -> 4, then (2,3) -> 5, then (4,5).
+    z = np.array([[0, 1, 0.1, 2], [2, 3, 0.2, 2], [4, 5, 0.5, 4]])
+    assert large_cluster_counts(z, 4, 2).tolist() == [0, 1, 2, 1]  # K = 4, 3, 2, 1
+
+
+def test_merge_small_joins_each_small_cluster_to_its_nearest():
+    dist = np.array([[0, 0.9, 0.2, 0.8], [0.9, 0, 0.7, 0.3], [0.2, 0.7, 0, 0.9], [0.8, 0.3, 0.9, 0]])
+    owner = merge_small(dist, np.array([10, 10, 2, 1]), m=5)
+    assert owner[2] == owner[0] and owner[3] == owner[1] and owner[0] != owner[1]
+
+
+def two_blocks(rng, size=30, n=1000, cross=()):
+    """Two dense random DAGs on disjoint variables, optional cross edges, sampled as one SEM."""
+    edges = []
+    for offset in (0, size):
+        for i in range(size):
+            for j in range(i + 1, min(i + 4, size)):
+                edges.append((offset + i, offset + j))
+    edges += list(cross)
+    dag = PDAG(tuple(f"V{i}" for i in range(2 * size)), np.array(edges))
+    sem = random_sem(dag, rng)
+    return dag, sample(sem, n, rng)
+
+
+def test_two_well_separated_blocks_are_found():
+    rng = np.random.default_rng(0)
+    _, x = two_blocks(rng)
+    perm = rng.permutation(60)
+    clusters = partition(x[:, perm], PartitionConfig(large_fraction=0.3))
+    found = sorted(sorted(perm[c].tolist()) for c in clusters)
+    assert found == [list(range(30)), list(range(30, 60))]
+
+
+def test_fisher_z_by_hand():
+    r, n = 0.1, 100
+    expected = 2 * (1 - norm.cdf(np.arctanh(0.1) * np.sqrt(n - 3)))
+    assert fisher_z_pvalues(np.array([r]), n, 0)[0] == pytest.approx(expected)
+    assert fisher_z_pvalues(np.array([r]), n, 2)[0] == pytest.approx(2 * (1 - norm.cdf(np.arctanh(0.1) * np.sqrt(95))))
+
+
+def test_partial_correlation_equals_residual_correlation():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((500, 5))
+    x[:, 1] += x[:, 2] - x[:, 3]
+    x[:, 0] += 0.5 * x[:, 2]
+    z = standardize(x, np.float64)
+    corr = z.T @ z
+    s = x[:, [2, 3]]
+    res = [v - s @ np.linalg.lstsq(np.column_stack([s, np.ones(500)]), v, rcond=None)[0][:2]
+           - np.mean(v - s @ np.linalg.lstsq(np.column_stack([s, np.ones(500)]), v, rcond=None)[0][:2])
+           for v in (x[:, 0], x[:, 1])]
+    expected = np.corrcoef(res[0], res[1])[0, 1]
+    assert partial_correlations(corr, np.array([[0, 1, 2, 3]]))[0] == pytest.approx(expected, abs=1e-9)
+
+
+def test_screen_block_equals_pair_by_pair_tests():
+    rng = np.random.default_rng(2)
+    dag, x = two_blocks(rng, size=12, n=300, cross=[(3, 15), (7, 20)])
+    z = standardize(x, np.float64)
+    union = dag.with_edges(dag.directed[(dag.directed < 12).all(axis=1) | (dag.directed >= 12).all(axis=1)])
+    parents = {v: union.parents(v) for v in range(24)}
+    rows, cols = np.arange(12), np.arange(12, 24)
+    config = FusionConfig(alpha1=0.01)
+    pairs, pvals, tested = screen_block(z, rows, cols, parents, 300, config)
+    assert tested == 144
+    expected = {}
+    for i in rows:
+        for j in cols:
+            t = [i, j, *parents[i].tolist(), *parents[j].tolist()]
+            corr = z[:, t].T @ z[:, t]
+            pv = fisher_z_pvalues(partial_correlations(corr, np.arange(len(t))[None, :]), 300, len(t) - 2)[0]
+            if pv < 0.01:
+                expected[(i, j)] = pv
+    assert {tuple(p) for p in pairs.tolist()} == set(expected)
+    assert np.allclose(pvals, [expected[tuple(p)] for p in pairs.tolist()])
+
+
+def test_fusion_adds_the_cross_edge_that_exists_and_no_other():
+    rng = np.random.default_rng(3)
+    dag, x = two_blocks(rng, size=20, n=2000, cross=[(5, 27)])
+    within = dag.directed[(dag.directed < 20).all(axis=1) | (dag.directed >= 20).all(axis=1)]
+    union = dag.with_edges(within)
+    fused, stats = fuse(standardize(x, np.float64), 2000, union, [np.arange(20), np.arange(20, 40)])
+    added = {tuple(e) for e in fused.directed.tolist()} - {tuple(e) for e in within.tolist()}
+    assert {tuple(sorted(e)) for e in added} == {(5, 27)}
+    assert stats.edges_added == 1 and stats.pairs_screened == 400
+
+
+def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
+    rng = np.random.default_rng(5)
+    dag, x = two_blocks(rng, size=30, n=1000, cross=[(3, 40)])
+    pef = PEF([{"method": "fges", "penalty": 2}], partition=PartitionConfig(large_fraction=0.3), progress=False)
+    serial = pef.fit(x, dag.variables)
+    graph_serial = serial.graph_
+    assert sorted(sorted(c.tolist()) for c in serial.clusters_) == [list(range(30)), list(range(30, 60))]
+    with DaskExecutor(n_workers=2) as executor:
+        parallel = PEF(pef.members, partition=pef.partition, executor=executor, progress=False).fit(x, dag.variables)
+    assert parallel.graph_ == graph_serial
+    from hpc.graphs.metrics import evaluate
+    from hpc.learners import FGES
+
+    # With the blocks found, PEF is as accurate as fGES on the whole problem.
+    whole = FGES(penalty=2).fit(x, dag.variables).graph_
+    assert evaluate(graph_serial, dag).f1_adjacent >= evaluate(whole, dag).f1_adjacent - 0.05
+    meta = parallel.result_meta()
+    assert [c["size"] for c in meta["clusters"]] == [len(c) for c in parallel.clusters_]
+    assert meta["fusion"]["pairs_screened"] == 900 and meta["seconds"]["total"] > 0
