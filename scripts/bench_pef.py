@@ -1,0 +1,132 @@
+"""Accuracy, seconds and peak memory of the PEF methods (and plain learners) on benchmark problems.
+
+Each method runs on a local dask cluster (one worker per core) kept across runs; peak memory
+is the largest resident set of this process tree (client, dask workers and their JVMs),
+sampled every 0.2 s. Plain `fges` / `pc-stable` run as single members under --limit and
+are reported as "> LIMIT s" when stopped.
+
+Usage:
+  python scripts/bench_pef.py --network alarm --nodes 1000 --seeds 0-9 \
+      --methods p-fges p-pc-stable p-sle p-sle-d p-sle-r [--limit 1800] [--jsonl results.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from hpc.data.generate import benchmark_problem
+from hpc.graphs.metrics import evaluate
+from hpc.learners.ensemble import load_sle
+from hpc.learners.members import member_from_spec
+from hpc.parallel import DaskExecutor
+from hpc.pef.pipeline import PEF
+
+ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
+SINGLE = {"p-fges": {"method": "fges"}, "p-pc-stable": {"method": "pc-stable"}}
+
+
+class PeakMemory:
+    """Peak summed RSS of this process and all its descendants."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval, self.peak, self._stop = interval, 0, threading.Event()
+
+    def _sample(self) -> int:
+        me = psutil.Process()
+        total = 0
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakMemory:
+        self.peak = self._sample()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run(method: str, problem, executor, limit: float | None) -> dict:
+    start = time.perf_counter()
+    with PeakMemory() as mem:
+        if method in ("fges", "pc-stable"):
+            learner = member_from_spec({"method": method}, time_limit=limit)
+            learner.fit(problem.data, problem.variables)
+            status = learner.status_
+        else:
+            members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else [SINGLE[method]]
+            learner = PEF(members, time_limit=limit, executor=executor, progress=False)
+            learner.fit(problem.data, problem.variables)
+            status = "ok"
+    row = {"method": method, "seconds": time.perf_counter() - start, "peak_mb": mem.peak / 2**20, "status": status}
+    if status == "ok":
+        row.update(evaluate(learner.graph_, problem.truth).as_dict())
+    if isinstance(learner, PEF):
+        row["clusters"] = [int(len(c)) for c in learner.clusters_]
+        row["fusion"] = learner.fusion_stats_.as_dict()
+        row["winners"] = [None if w is None else learner.members[w] for w in learner.winners_]
+    return row
+
+
+def seeds_arg(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--network", default="alarm")
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--seeds", type=seeds_arg, default=seeds_arg("0-9"))
+    ap.add_argument("--methods", nargs="+", default=["p-fges", "p-pc-stable", "p-sle", "p-sle-d", "p-sle-r"])
+    ap.add_argument("--limit", type=float, default=None, help="seconds per member run")
+    ap.add_argument("--jsonl", type=Path, default=None, help="append one JSON line per run here")
+    args = ap.parse_args()
+    rows: dict[str, list[dict]] = {m: [] for m in args.methods}
+    with DaskExecutor() as executor:
+        for seed in args.seeds:
+            problem = benchmark_problem(args.nodes, seed, 1000, network=args.network)
+            for method in args.methods:
+                row = {"network": args.network, "nodes": args.nodes, "p": problem.p, "seed": seed,
+                       **run(method, problem, executor, args.limit)}
+                rows[method].append(row)
+                print(json.dumps(row), flush=True)
+                if args.jsonl:
+                    with open(args.jsonl, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+    print(f"\n| method | F1-adj | F1-arrow | SHD | seconds | peak MB | runs |\n|---|---|---|---|---|---|---|")
+    for method, rs in rows.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+
+        def cell(key: str, fmt: str) -> str:
+            vals = [r[key] for r in ok]
+            if not vals:
+                return "-"
+            sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+            return f"{statistics.mean(vals):{fmt}} ± {sd:{fmt}}"
+
+        secs = cell("seconds", ".1f") if len(ok) == len(rs) else f"> {args.limit:g} ({len(rs) - len(ok)} stopped)"
+        print(f"| {method} | {cell('f1_adjacent', '.3f')} | {cell('f1_arrowhead', '.3f')} | {cell('shd', '.1f')} | "
+              f"{secs} | {max(r['peak_mb'] for r in rs):.0f} | {len(rs)} |")
+
+
+if __name__ == "__main__":
+    main()
