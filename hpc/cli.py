@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from hpc.errors import PsleError
 
@@ -137,6 +139,34 @@ def _learn(args: argparse.Namespace) -> None:
     print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {args.output}", file=sys.stderr)
 
 
+def _train(args: argparse.Namespace) -> None:
+    import yaml
+
+    from hpc.atomic import check_writable, write_text_atomic
+    from hpc.autosle.train import TrainConfig, train
+    from hpc.autosle.training import TrainingConfig
+    from hpc.learners.members import check_runtime
+    from hpc.parallel import DaskExecutor, SerialExecutor
+
+    check_writable(args.output)
+    check_writable(args.checkpoint)
+    check_runtime()
+    training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
+                              samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
+    config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training)
+    with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
+        result = train(config, args.checkpoint, executor)
+    doc = {"name": Path(args.output).stem, "members": result.members,
+           "training": {"rounds": result.rounds, "settings": config.settings()}}
+    class NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data: object) -> bool:
+            return True
+
+    write_text_atomic(args.output, "# Learned by `psle train`; use with `psle learn --sle THIS_FILE`.\n"
+                      + yaml.dump(doc, Dumper=NoAliases, sort_keys=False))
+    print(f"psle: {len(result.members)} members -> {args.output}", file=sys.stderr)
+
+
 def _doctor(args: argparse.Namespace) -> None:
     from hpc.learners import runtime
 
@@ -192,6 +222,23 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
     learn.set_defaults(func=_learn)
 
+    tr = sub.add_parser("train", help="Auto-SLE: learn an ensemble with SMAC3 on generated training problems")
+    tr.add_argument("-o", "--output", required=True, help="learned ensemble (.yaml, usable as --sle)")
+    tr.add_argument("--checkpoint", required=True, help="HDF5 checkpoint; rerun the same command to resume")
+    tr.add_argument("--k", type=int, default=4, help="ensemble size")
+    tr.add_argument("--trials", type=int, default=100, help="SMAC configurations per round")
+    tr.add_argument("--problems", type=int, default=100, help="training problems")
+    tr.add_argument("--min-nodes", type=int, default=5)
+    tr.add_argument("--max-nodes", type=int, default=1000)
+    tr.add_argument("--samples", type=int, default=1000)
+    tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the library)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--time-limit", type=float, default=300.0, metavar="SECONDS", help="per member run")
+    tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
+    tr.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
+    tr.add_argument("--serial", action="store_true", help="no dask: evaluate in this process")
+    tr.set_defaults(func=_train)
+
     doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")
     doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing")
     doc.set_defaults(func=_doctor)
@@ -200,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "train" and os.environ.get("PYTHONHASHSEED") != "0":
+        # SMAC's choices depend on string hashing; resuming replays them, so fix the seed (see autosle.train).
+        os.execve(sys.executable, [sys.executable, "-m", "hpc.cli", *(sys.argv[1:] if argv is None else argv)],
+                  {**os.environ, "PYTHONHASHSEED": "0"})
     try:
         args.func(args)
     except PsleError as exc:

@@ -1,0 +1,1 @@
+"""Auto-SLE: learn an ensemble greedily, one SMAC3-optimised member per round, resumable."""

@@ -1,0 +1,105 @@
+"""Auto-SLE's memory: every finished (configuration, problem) evaluation, in one HDF5 file.
+
+The file is rewritten whole (temporary file, fsync, rename) after each evaluation, so a kill
+at any moment leaves either the previous or the next complete version. It carries a
+fingerprint of the run's settings; a file from other settings, or not from `psle train` at
+all, is refused with a clear message rather than silently replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from hpc.atomic import atomic_path
+from hpc.errors import PsleError
+
+FORMAT = "psle-autosle-checkpoint"
+VERSION = 1
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def fingerprint(settings: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical(settings).encode()).hexdigest()
+
+
+class Checkpoint:
+    """Evaluations keyed by (member spec, problem index); `put` persists at once."""
+
+    def __init__(self, path: str | os.PathLike, settings: dict[str, Any]):
+        self.path = Path(path)
+        self.settings = settings
+        self.fingerprint = fingerprint(settings)
+        self.evaluations: dict[str, dict[str, Any]] = {}
+        self.rounds: list[dict[str, Any]] = []
+        if self.path.exists():
+            self._load()
+
+    @staticmethod
+    def key(spec: dict[str, Any], problem: int) -> str:
+        return f"{canonical(spec)}#{problem}"
+
+    def _load(self) -> None:
+        try:
+            f = h5py.File(self.path, "r")
+        except OSError:
+            raise PsleError(f"{self.path}: not an HDF5 file; refusing to overwrite it (move it away or pick "
+                            "another --checkpoint)") from None
+        with f:
+            if f.attrs.get("format") != FORMAT:
+                raise PsleError(f"{self.path}: not a psle train checkpoint (no '{FORMAT}' marker); refusing to use "
+                                "or overwrite it")
+            if int(f.attrs.get("version", -1)) != VERSION:
+                raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
+            if f.attrs.get("fingerprint") != self.fingerprint:
+                saved = json.loads(f.attrs.get("settings", "{}"))
+                differ = sorted(k for k in set(saved) | set(self.settings) if saved.get(k) != self.settings.get(k))
+                raise PsleError(f"{self.path}: checkpoint was made with other settings (differ in: "
+                                f"{', '.join(differ) or 'unknown'}); rerun with those settings or another --checkpoint")
+            try:
+                keys = [k.decode() if isinstance(k, bytes) else k for k in f["evaluations/keys"][()]]
+                quality = f["evaluations/quality"][()]
+                seconds = f["evaluations/seconds"][()]
+                status = [s.decode() if isinstance(s, bytes) else s for s in f["evaluations/status"][()]]
+                self.rounds = json.loads(f.attrs.get("rounds", "[]"))
+            except KeyError as exc:
+                raise PsleError(f"{self.path}: checkpoint is incomplete ({exc})") from None
+        for k, q, s, st in zip(keys, quality, seconds, status):
+            self.evaluations[k] = {"quality": float(q), "seconds": float(s), "status": st}
+
+    def get(self, spec: dict[str, Any], problem: int) -> dict[str, Any] | None:
+        return self.evaluations.get(self.key(spec, problem))
+
+    def put(self, spec: dict[str, Any], problem: int, result: dict[str, Any]) -> None:
+        self.evaluations[self.key(spec, problem)] = {k: result[k] for k in ("quality", "seconds", "status")}
+        self.save()
+
+    def set_rounds(self, rounds: list[dict[str, Any]]) -> None:
+        self.rounds = rounds
+        self.save()
+
+    def save(self) -> None:
+        strings = h5py.string_dtype("utf-8")
+        items = list(self.evaluations.items())
+        with atomic_path(self.path) as tmp:
+            with h5py.File(tmp, "w") as f:
+                f.attrs["format"] = FORMAT
+                f.attrs["version"] = VERSION
+                f.attrs["fingerprint"] = self.fingerprint
+                f.attrs["settings"] = canonical(self.settings)
+                f.attrs["rounds"] = canonical(self.rounds)
+                g = f.create_group("evaluations")
+                g.create_dataset("keys", data=np.array([k for k, _ in items], dtype=object), dtype=strings)
+                g.create_dataset("quality", data=np.array([v["quality"] for _, v in items], dtype=np.float64))
+                g.create_dataset("seconds", data=np.array([v["seconds"] for _, v in items], dtype=np.float64))
+                g.create_dataset("status", data=np.array([v["status"] for _, v in items], dtype=object),
+                                 dtype=strings)

@@ -1,0 +1,66 @@
+"""The training set: benchmark problems with known truth, drawn as in the paper (§4.1.2).
+
+A problem is named by (network, nodes, seed, samples) and regenerated on demand, so the
+training set costs no disk and a checkpoint only has to store those four values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from hpc.data.networks import load_network, network_names
+from hpc.errors import PsleError
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    problems: int = 100
+    min_nodes: int = 5
+    max_nodes: int = 1000
+    samples: int = 1000
+    seed: int = 0
+    networks: tuple[str, ...] = ()  # empty = every library network small enough for max_nodes
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "networks": list(self.networks)}
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    network: str
+    nodes: int
+    seed: int
+    samples: int
+
+
+def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
+    """`config.problems` problems: a random base network each, sizes log-uniform in [min, max]."""
+    if config.problems < 1:
+        raise PsleError(f"the training set needs at least one problem, got {config.problems}")
+    if not 1 <= config.min_nodes <= config.max_nodes:
+        raise PsleError(f"need 1 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
+    names = list(config.networks) or network_names()
+    pool = [n for n in names if load_network(n).p <= config.max_nodes]
+    if not pool:
+        raise PsleError(f"no network in {names} has at most {config.max_nodes} variables")
+    rng = np.random.default_rng(config.seed)
+    specs = []
+    for k in range(config.problems):
+        network = pool[int(rng.integers(len(pool)))]
+        nodes = int(round(np.exp(rng.uniform(np.log(config.min_nodes), np.log(config.max_nodes)))))
+        specs.append(ProblemSpec(network, max(nodes, 1), config.seed * 1_000_003 + k, config.samples))
+    return specs
+
+
+@lru_cache(maxsize=16)
+def materialise(spec: ProblemSpec):
+    """(covariance, n, variables, truth CPDAG) of a training problem; cached per worker process."""
+    from hpc.data.generate import benchmark_problem
+    from hpc.graphs.equivalence import dag_to_cpdag
+    from hpc.learners.bic import covariance
+
+    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, network=spec.network)
+    return covariance(problem.data), problem.n, problem.variables, dag_to_cpdag(problem.truth)
