@@ -70,17 +70,20 @@ class Checkpoint:
                 quality = f["evaluations/quality"][()]
                 seconds = f["evaluations/seconds"][()]
                 status = [s.decode() if isinstance(s, bytes) else s for s in f["evaluations/status"][()]]
+                runs = f["evaluations/runs"][()]
                 self.rounds = json.loads(f.attrs.get("rounds", "[]"))
             except KeyError as exc:
                 raise PsleError(f"{self.path}: checkpoint is incomplete ({exc})") from None
-        for k, q, s, st in zip(keys, quality, seconds, status):
-            self.evaluations[k] = {"quality": float(q), "seconds": float(s), "status": st}
+        for k, q, s, st, n in zip(keys, quality, seconds, status, runs):
+            self.evaluations[k] = {"quality": float(q), "seconds": float(s), "status": st, "runs": int(n)}
 
     def get(self, spec: dict[str, Any], problem: int) -> dict[str, Any] | None:
         return self.evaluations.get(self.key(spec, problem))
 
     def put(self, spec: dict[str, Any], problem: int, result: dict[str, Any]) -> None:
-        self.evaluations[self.key(spec, problem)] = {k: result[k] for k in ("quality", "seconds", "status")}
+        key = self.key(spec, problem)
+        runs = self.evaluations.get(key, {}).get("runs", 0) + 1  # > 1 would mean work was redone: audited by tests
+        self.evaluations[key] = {**{k: result[k] for k in ("quality", "seconds", "status")}, "runs": runs}
         self.save()
 
     def set_rounds(self, rounds: list[dict[str, Any]]) -> None:
@@ -101,5 +104,6 @@ class Checkpoint:
                 g.create_dataset("keys", data=np.array([k for k, _ in items], dtype=object), dtype=strings)
                 g.create_dataset("quality", data=np.array([v["quality"] for _, v in items], dtype=np.float64))
                 g.create_dataset("seconds", data=np.array([v["seconds"] for _, v in items], dtype=np.float64))
+                g.create_dataset("runs", data=np.array([v["runs"] for _, v in items], dtype=np.int64))
                 g.create_dataset("status", data=np.array([v["status"] for _, v in items], dtype=object),
                                  dtype=strings)

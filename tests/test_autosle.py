@@ -1,0 +1,102 @@
+"""Auto-SLE: the greedy loop's arithmetic, its checkpoint, and resumption after real SIGKILLs."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from hpc.autosle.checkpoint import Checkpoint
+from hpc.autosle.space import configuration_space, to_spec
+from hpc.autosle.training import TrainingConfig, training_problems
+from hpc.errors import PsleError
+
+PSLE = str(Path(sys.executable).parent / "psle")
+SMALL = ["--problems", "6", "--max-nodes", "40", "--k", "2", "--trials", "8"]
+
+
+def test_training_problems_follow_the_settings():
+    specs = training_problems(TrainingConfig(problems=50, min_nodes=5, max_nodes=200, seed=1))
+    assert len(specs) == 50 and len({s.seed for s in specs}) == 50
+    assert all(5 <= s.nodes <= 200 for s in specs) and len({s.network for s in specs}) > 5
+    assert specs == training_problems(TrainingConfig(problems=50, min_nodes=5, max_nodes=200, seed=1))
+
+
+def test_configuration_space_is_the_papers():
+    cs = configuration_space(0)
+    for config in cs.sample_configuration(200):
+        spec = to_spec(config)
+        if spec["method"] == "fges":
+            assert 1 <= spec["penalty"] <= 1000 and 1 <= spec["max_parents"] <= 1000
+            assert isinstance(spec["faithfulness"], bool)
+        else:
+            assert 0.01 <= spec["alpha"] <= 0.2 and 1 <= spec["depth"] <= 1000
+
+
+def test_checkpoint_round_trip_and_refusals(tmp_path):
+    path = tmp_path / "c.h5"
+    ck = Checkpoint(path, {"k": 2})
+    ck.put({"method": "fges", "penalty": 2.0}, 3, {"quality": 1.5, "seconds": 0.1, "status": "ok"})
+    again = Checkpoint(path, {"k": 2})
+    assert again.get({"penalty": 2.0, "method": "fges"}, 3)["quality"] == 1.5
+    with pytest.raises(PsleError, match="other settings .*differ in: k"):
+        Checkpoint(path, {"k": 3})
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = [1, 2]
+    with pytest.raises(PsleError, match="not a psle train checkpoint"):
+        Checkpoint(foreign, {"k": 2})
+    garbage = tmp_path / "garbage.h5"
+    garbage.write_bytes(b"\x00" * 100)
+    with pytest.raises(PsleError, match="not an HDF5 file"):
+        Checkpoint(garbage, {"k": 2})
+    assert garbage.read_bytes() == b"\x00" * 100  # refused, not overwritten
+
+
+def run_train(tmp: Path, name: str, kill_after: float | None = None) -> subprocess.CompletedProcess | None:
+    cmd = [PSLE, "train", *SMALL, "--workers", "2", "--checkpoint", str(tmp / f"{name}.h5"),
+           "-o", str(tmp / f"{name}.yaml")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    if kill_after is not None:
+        try:
+            proc.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the trainer, its dask workers and their JVMs
+            proc.wait()
+            return None
+    out, err = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def test_sigkilled_training_resumes_to_the_uninterrupted_result(tmp_path):
+    reference = run_train(tmp_path, "reference")
+    assert reference.returncode == 0, reference.stderr
+    ref = yaml.safe_load((tmp_path / "reference.yaml").read_text())
+    assert 1 <= len(ref["members"]) <= 2
+    rounds = ref["training"]["rounds"]
+    assert all(b["quality"] >= a["quality"] for a, b in zip(rounds, rounds[1:]))
+
+    rng = random.Random(7)
+    kills = 0
+    for _ in range(20):
+        result = run_train(tmp_path, "killed", kill_after=rng.uniform(3.0, 12.0) if kills < 3 else None)
+        if result is None:
+            kills += 1
+            continue
+        assert result.returncode == 0, result.stderr
+        break
+    assert kills == 3
+    resumed = yaml.safe_load((tmp_path / "killed.yaml").read_text())
+    assert resumed["members"] == ref["members"]
+    assert resumed["training"]["rounds"] == ref["training"]["rounds"]
+    with h5py.File(tmp_path / "killed.h5") as f:
+        runs = f["evaluations/runs"][()]
+    assert runs.max() == 1, "a finished evaluation was computed twice"
+    assert "reused" in result.stderr
