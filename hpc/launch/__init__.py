@@ -1,0 +1,1 @@
+"""Launch layer: Hydra experiments, submitit/SLURM jobs, dask executors for a task."""

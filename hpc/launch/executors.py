@@ -1,0 +1,46 @@
+"""The dask executor a task runs its work on, from the `executor` config group."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hpc.parallel import DaskExecutor, SerialExecutor
+
+
+def allocated_cpus() -> int:
+    """CPUs this task may use: SLURM's allocation inside a job, else the machine's."""
+    for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return len(os.sched_getaffinity(0))
+
+
+def make_executor(cfg: Any) -> SerialExecutor:
+    """`local` (LocalCluster sized to the allocation, or join `scheduler`), `serial`, or `slurm_dask`."""
+    kind = cfg.get("kind", "local")
+    if kind == "serial":
+        return SerialExecutor()
+    if kind == "slurm_dask":
+        return SlurmDaskExecutor(cfg)
+    return DaskExecutor(cfg.get("scheduler"), cfg.get("workers") or allocated_cpus())
+
+
+class SlurmDaskExecutor(DaskExecutor):
+    """A dask-jobqueue SLURMCluster: each dask worker is a SLURM job of its own (several nodes)."""
+
+    def __init__(self, cfg: Any):
+        from dask.distributed import Client
+        from dask_jobqueue import SLURMCluster
+
+        job = cfg.worker_job
+        prologue = ["export PYTHONHASHSEED=0"]
+        python = None
+        if cfg.get("container"):
+            python = f"apptainer exec {cfg.container} python"
+        self._cluster = SLURMCluster(cores=job.cores, processes=job.cores, memory=job.memory, walltime=job.walltime,
+                                     queue=job.get("queue"), job_script_prologue=prologue, python=python,
+                                     scheduler_options={"dashboard_address": None})
+        self._cluster.scale(jobs=cfg.workers)
+        self.client = Client(self._cluster)
+        self.client.wait_for_workers(1, timeout=600)

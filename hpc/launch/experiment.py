@@ -1,0 +1,28 @@
+"""`psle-experiment`: the Hydra app behind every experiment and sweep.
+
+    psle-experiment -m experiment=paper_table_1000 hydra/launcher=submitit_slurm
+"""
+
+from __future__ import annotations
+
+import os
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from hpc.learners.ensemble import conf_dir
+
+# Where results go by default: the directory psle-experiment was started in. SLURM jobs start in
+# the submission directory, so launcher and tasks agree (hydra:runtime.cwd is unset in launchers).
+OmegaConf.register_new_resolver("psle.cwd", os.getcwd, replace=True)
+
+
+@hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
+def main(cfg: DictConfig) -> dict:
+    from hpc.launch.tasks import run_task
+
+    return run_task(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""What one experiment task does: learn (and score) one method on one dataset and seed, or train.
+
+Results are files: `<results_dir>/<method>/<dataset>/seed<k>.json` (metrics and timings) and
+`seed<k>.graph.json` (the graph), both renamed into place when complete. A task whose result
+already exists returns at once, so re-submitting a sweep only runs what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from hpc.atomic import write_text_atomic
+from hpc.errors import PsleError
+
+
+def dataset_tag(ds: Any) -> str:
+    if ds.kind == "file":
+        return Path(ds.path).stem
+    return f"{ds.network}-{ds.nodes}"
+
+
+def result_path(cfg: Any) -> Path:
+    return Path(cfg.results_dir) / cfg.method.name / dataset_tag(cfg.dataset) / f"seed{cfg.seed}.json"
+
+
+def load_dataset(ds: Any, seed: int):
+    """(data, variables, true DAG or None) for a dataset config."""
+    if ds.kind == "file":
+        from hpc.data.problem import read_problem
+        from hpc.data.tabular import read_data
+
+        if str(ds.path).endswith((".h5", ".hdf5")):
+            problem = read_problem(ds.path)
+            return problem.data, problem.variables, problem.truth
+        x, names = read_data(ds.path)
+        return x, names, None
+    from hpc.data.generate import benchmark_problem
+
+    if ds.kind == "bnlearn":
+        problem = benchmark_problem(ds.nodes, seed, ds.samples, network=ds.network)
+    else:
+        problem = benchmark_problem(ds.nodes, seed, ds.samples, graph=ds.kind,
+                                    edges_per_node=ds.get("edges_per_node", 2), rewire=ds.get("rewire", 0.1))
+    return problem.data, problem.variables, problem.truth
+
+
+def build_learner(method: Any, time_limit: float | None, executor: Any, progress: bool = True):
+    from hpc.learners.ensemble import SLE, load_sle
+    from hpc.learners.members import member_from_spec
+    from hpc.pef.pipeline import PEF
+
+    members = load_sle(method.sle)[1] if method.get("sle") else [dict(m) for m in method.members]
+    if method.pef:
+        return PEF(members, time_limit, executor=executor, progress=progress)
+    if len(members) == 1:
+        return member_from_spec(members[0], time_limit)
+    return SLE(members, time_limit, executor)
+
+
+def learn_task(cfg: Any) -> dict[str, Any]:
+    from hpc.graphs.io import write_json
+    from hpc.graphs.metrics import evaluate
+    from hpc.launch.executors import make_executor
+    from hpc.learners.members import Member
+
+    out = result_path(cfg)
+    if out.is_file():
+        return {**json.loads(out.read_text()), "skipped": True}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
+    start = time.perf_counter()
+    with make_executor(cfg.executor) as executor:
+        learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True))
+        learner.fit(x, variables)
+    seconds = time.perf_counter() - start
+    status = learner.status_ if isinstance(learner, Member) else "ok"
+    row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": cfg.method.name,
+                           "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
+                           "seed": cfg.seed, "status": status, "seconds": round(seconds, 3)}
+    if status == "ok":
+        graph_file = out.with_suffix(".graph.json")
+        write_json(graph_file, learner.graph_, {"method": cfg.method.name, "seed": cfg.seed})
+        row["graph"] = graph_file.name
+        if truth is not None:
+            row.update(evaluate(learner.graph_, truth).as_dict())
+    write_text_atomic(out, json.dumps(row, indent=1) + "\n")
+    return row
+
+
+def train_task(cfg: Any) -> dict[str, Any]:
+    import yaml
+
+    from hpc.autosle.train import TrainConfig, train
+    from hpc.autosle.training import TrainingConfig
+    from hpc.launch.executors import make_executor
+
+    t = cfg.train
+    training = TrainingConfig(problems=t.problems, min_nodes=t.min_nodes, max_nodes=t.max_nodes, samples=t.samples,
+                              seed=cfg.seed, networks=tuple(t.get("networks") or ()))
+    config = TrainConfig(k=t.k, trials=t.trials, seed=cfg.seed, time_limit=cfg.time_limit, training=training)
+    folder = Path(cfg.results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with make_executor(cfg.executor) as executor:
+        result = train(config, str(folder / f"train-seed{cfg.seed}.h5"), executor, cfg.get("progress", True))
+    doc = {"name": f"auto-sle-seed{cfg.seed}", "members": result.members,
+           "training": {"rounds": result.rounds, "settings": config.settings()}}
+    out = folder / f"sle-seed{cfg.seed}.yaml"
+    write_text_atomic(out, yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))
+    return {"sle": str(out), "members": result.members}
+
+
+def run_task(cfg: Any) -> dict[str, Any]:
+    if cfg.task == "learn":
+        return learn_task(cfg)
+    if cfg.task == "train":
+        return train_task(cfg)
+    raise PsleError(f"unknown task {cfg.task!r} (learn or train)")
