@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -15,6 +17,9 @@ from hpc.learners.ensemble import conf_dir
 # Where results go by default: the directory psle-experiment was started in. SLURM jobs start in
 # the submission directory, so launcher and tasks agree (hydra:runtime.cwd is unset in launchers).
 OmegaConf.register_new_resolver("psle.cwd", os.getcwd, replace=True)
+# conf/hydra/launcher/submitit_*.yaml deliberately share the plugin's names (so the documented
+# `hydra/launcher=submitit_slurm` picks ours); Hydra warns about that on every run.
+warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema with the same name")
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
@@ -24,5 +29,16 @@ def main(cfg: DictConfig) -> dict:
     return run_task(cfg)
 
 
+def entry() -> None:
+    """Console script: user errors (PsleError) as one line, like `psle`."""
+    from hpc.errors import PsleError
+
+    try:
+        main()
+    except PsleError as exc:
+        print(f"psle-experiment: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    main()
+    entry()
