@@ -151,6 +151,9 @@ def _train(args: argparse.Namespace) -> None:
     check_writable(args.output)
     check_writable(args.checkpoint)
     check_runtime()
+    if args.slurm:
+        _submit_train(args)
+        return
     training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training)
@@ -165,6 +168,25 @@ def _train(args: argparse.Namespace) -> None:
     write_text_atomic(args.output, "# Learned by `psle train`; use with `psle learn --sle THIS_FILE`.\n"
                       + yaml.dump(doc, Dumper=NoAliases, sort_keys=False))
     print(f"psle: {len(result.members)} members -> {args.output}", file=sys.stderr)
+
+
+def _submit_train(args: argparse.Namespace) -> None:
+    from hpc.launch.slurm import submit_train
+
+    argv = ["-o", str(Path(args.output).resolve()), "--checkpoint", str(Path(args.checkpoint).resolve()),
+            "--k", str(args.k), "--trials", str(args.trials), "--problems", str(args.problems),
+            "--min-nodes", str(args.min_nodes), "--max-nodes", str(args.max_nodes), "--samples", str(args.samples),
+            "--seed", str(args.seed), "--time-limit", str(args.time_limit)]
+    argv += ["--networks", *args.networks] if args.networks else []
+    argv += ["--workers", str(args.workers)] if args.workers else []
+    folder = Path(args.checkpoint).resolve().parent / ".submitit"
+    job = submit_train(argv, folder, args.partition, args.time_min, args.mem_gb, args.cpus, args.requeues,
+                       args.container)
+    print(f"psle: submitted SLURM job {job.job_id} (logs in {folder}); rerun-safe: it resumes {args.checkpoint}",
+          file=sys.stderr)
+    if args.wait:
+        job.result()
+        print(f"psle: job {job.job_id} finished -> {args.output}", file=sys.stderr)
 
 
 def _doctor(args: argparse.Namespace) -> None:
@@ -237,6 +259,15 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
     tr.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
     tr.add_argument("--serial", action="store_true", help="no dask: evaluate in this process")
+    sl = tr.add_argument_group("SLURM (with --slurm: submit as a preemption-safe, self-requeueing job)")
+    sl.add_argument("--slurm", action="store_true", help="submit to SLURM instead of running here")
+    sl.add_argument("--partition", default=None)
+    sl.add_argument("--time-min", type=int, default=1440, help="job time limit in minutes (it requeues itself)")
+    sl.add_argument("--mem-gb", type=float, default=8)
+    sl.add_argument("--cpus", type=int, default=2)
+    sl.add_argument("--requeues", type=int, default=10, help="how often a timed-out job may requeue itself")
+    sl.add_argument("--container", default=None, metavar="IMAGE.sif", help="run the job inside this Apptainer image")
+    sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
     tr.set_defaults(func=_train)
 
     doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")

@@ -20,6 +20,11 @@ def jvm_options(heap: str = DEFAULT_HEAP) -> list[str]:
         "-Djava.util.Arrays.useLegacyMergeSort=true",  # Tetrad's CPDAG->DAG comparator breaks TimSort's contract
         "--enable-native-access=ALL-UNNAMED",
         "-Djava.awt.headless=true",
+        # Tetrad iterates hash sets of objects hashed by identity; HotSpot's default identity hash is
+        # random per run, which made PC-Stable's orientations differ between runs on the same data.
+        # A sequential identity hash makes every search reproducible.
+        "-XX:+UnlockExperimentalVMOptions",
+        "-XX:hashCode=3",
     ]
 
 

@@ -1,0 +1,37 @@
+"""`psle train --slurm`: Auto-SLE as a submitit Checkpointable job that survives preemption.
+
+On a preemption or time-limit signal, submitit calls `checkpoint()`, which requeues the same
+call; every finished evaluation is already in the HDF5 checkpoint, so the requeued job resumes
+where the last one stopped. `scontrol requeue` (a restart without the signal) resumes the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from hpc.launch.preflight import check_slurm_launcher
+
+
+class TrainJob(submitit.helpers.Checkpointable):
+    def __call__(self, argv: list[str]) -> str:
+        from hpc.cli import main
+
+        code = main(["train", *argv])
+        if code != 0:
+            raise RuntimeError(f"psle train {' '.join(argv)} exited with status {code}")
+        return argv[argv.index("-o") + 1]
+
+
+def submit_train(argv: list[str], folder: str | Path, partition: str | None = None, timeout_min: int = 1440,
+                 mem_gb: float = 8, cpus: int = 2, requeues: int = 10, container: str | None = None) -> Any:
+    """Submit `psle train ARGV` and return the submitit job (job.job_id, job.result())."""
+    check_slurm_launcher({"partition": partition, "timeout_min": timeout_min, "mem_gb": mem_gb,
+                          "cpus_per_task": cpus})
+    extra = {"slurm_python": f"apptainer exec {container} python3"} if container else {}
+    executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm", slurm_max_num_timeout=requeues, **extra)
+    executor.update_parameters(name="psle-train", timeout_min=timeout_min, mem_gb=mem_gb, cpus_per_task=cpus,
+                               slurm_partition=partition, slurm_setup=["export PYTHONHASHSEED=0"])
+    return executor.submit(TrainJob(), argv)
