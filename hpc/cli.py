@@ -189,6 +189,22 @@ def _submit_train(args: argparse.Namespace) -> None:
         print(f"psle: job {job.job_id} finished -> {args.output}", file=sys.stderr)
 
 
+def _aggregate(args: argparse.Namespace) -> None:
+    from hpc.atomic import check_writable
+    from hpc.report import aggregate
+
+    check_writable(args.output)
+    frame = aggregate(args.results, args.output)
+    print(f"psle: {len(frame)} results -> {args.output}", file=sys.stderr)
+
+
+def _report(args: argparse.Namespace) -> None:
+    from hpc.report import build_report
+
+    files = build_report(args.results, args.output, args.notes)
+    print(f"psle: report -> {files[0]} ({len(files)} files in {args.output})", file=sys.stderr)
+
+
 def _doctor(args: argparse.Namespace) -> None:
     from hpc.learners import runtime
 
@@ -269,6 +285,17 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--container", default=None, metavar="IMAGE.sif", help="run the job inside this Apptainer image")
     sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
     tr.set_defaults(func=_train)
+
+    ag = sub.add_parser("aggregate", help="gather an experiment's result files into one CSV")
+    ag.add_argument("results", help="results directory (searched recursively for seed*.json)")
+    ag.add_argument("-o", "--output", required=True, help="CSV file to write")
+    ag.set_defaults(func=_aggregate)
+
+    rp = sub.add_parser("report", help="the paper's tables (Markdown, CSV) and curves (PNG) from results")
+    rp.add_argument("results", help="results directory (searched recursively for seed*.json)")
+    rp.add_argument("-o", "--output", required=True, help="report directory (created)")
+    rp.add_argument("--notes", default=None, help="Markdown file appended to REPORT.md (explanations)")
+    rp.set_defaults(func=_report)
 
     doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")
     doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing")

@@ -15,11 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import threading
 import time
 from pathlib import Path
-
-import psutil
 
 from hpc.data.generate import benchmark_problem
 from hpc.graphs.metrics import evaluate
@@ -27,41 +24,10 @@ from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
 from hpc.parallel import DaskExecutor
 from hpc.pef.pipeline import PEF
+from hpc.resources import PeakMemory
 
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 SINGLE = {"p-fges": {"method": "fges"}, "p-pc-stable": {"method": "pc-stable"}}
-
-
-class PeakMemory:
-    """Peak summed RSS of this process and all its descendants."""
-
-    def __init__(self, interval: float = 0.2):
-        self.interval, self.peak, self._stop = interval, 0, threading.Event()
-
-    def _sample(self) -> int:
-        me = psutil.Process()
-        total = 0
-        for proc in [me, *me.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except psutil.Error:
-                pass
-        return total
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> PeakMemory:
-        self.peak = self._sample()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def run(method: str, problem, executor, limit: float | None) -> dict:

@@ -65,21 +65,33 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     from hpc.graphs.metrics import evaluate
     from hpc.launch.executors import make_executor
     from hpc.learners.members import Member
+    from hpc.pef.pipeline import PEF
+    from hpc.resources import PeakMemory
 
     out = result_path(cfg)
     if out.is_file():
         return {**json.loads(out.read_text()), "skipped": True}
     out.parent.mkdir(parents=True, exist_ok=True)
     x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
-    start = time.perf_counter()
-    with make_executor(cfg.executor) as executor:
+    with make_executor(cfg.executor) as executor, PeakMemory() as memory:
+        # Timed from here: starting the dask cluster is set-up, not the method's work.
+        start = time.perf_counter()
         learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True))
         learner.fit(x, variables)
-    seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start
     status = learner.status_ if isinstance(learner, Member) else "ok"
+    if isinstance(learner, PEF) and None in learner.winners_:
+        # A cluster with no result makes the whole graph incomplete: report it like a plain timeout.
+        lost = [r.status for c, w in enumerate(learner.winners_) if w is None for r in learner.cluster_runs_[c]]
+        status = "timed out" if all(s == "timed out" for s in lost) else "failed"
     row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": cfg.method.name,
                            "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
-                           "seed": cfg.seed, "status": status, "seconds": round(seconds, 3)}
+                           "edges": None if truth is None else len(truth.directed),
+                           "seed": cfg.seed, "status": status, "seconds": round(seconds, 3),
+                           "peak_mb": round(memory.peak / 2**20), "time_limit": cfg.time_limit}
+    if isinstance(learner, PEF):
+        row["clusters"] = len(learner.clusters_)
+        row["largest_cluster"] = max(len(c) for c in learner.clusters_)
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
         write_json(graph_file, learner.graph_, {"method": cfg.method.name, "seed": cfg.seed})

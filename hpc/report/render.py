@@ -1,0 +1,91 @@
+"""Tables in the paper's layout as Markdown (for people) and long CSV (for programs)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from hpc.report.summary import LABELS, METRICS, OURS, Cell, datasets, improvement, methods, table
+
+NAMES = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)", "p-pc-stable": "P/PC-Stable",
+         "p-fges": "P/fGES", "pc-stable": "PC-Stable", "fges": "fGES"}
+
+
+def _number(value: float, metric: str) -> str:
+    return f"{value:.2f}" if metric.startswith("f1") else f"{value:.1f}"
+
+
+def format_cell(c: Cell | None, metric: str, limit: float | None = None) -> str:
+    if c is None:
+        return ""
+    if metric == "seconds" and not c.complete:
+        return f"> {limit:g}" if limit else "-"
+    if not c.complete:
+        return "-"
+    text = _number(c.mean, metric) + (f"±{_number(c.std, metric)}" if c.n > 1 else "")
+    if c.bold:
+        text = f"**{text}**"
+    if c.best:
+        text = f"<ins>{text}</ins>"
+    return text
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """One experiment: networks across, method × metric down, then the improvement-ratio rows."""
+    cols = datasets(frame)
+    edges = frame.groupby(["network", "nodes"])[["p", "edges"]].first()
+    head = ["Problem", ""] + [n.capitalize() + (f"-{v}" if len({x for _, x in cols}) > 1 else "") for n, v in cols]
+    sizes = ["(\\|V\\|, \\|E\\|)", ""] + [f"({int(edges.loc[(n, v), 'p'])}, {int(edges.loc[(n, v), 'edges'])})"
+                                          if not pd.isna(edges.loc[(n, v), "edges"]) else "" for n, v in cols]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), "| " + " | ".join(sizes) + " |"]
+    limit = frame["time_limit"].dropna().max() if frame["time_limit"].notna().any() else None
+    cells = {metric: table(frame, metric) for metric in (*METRICS, "seconds")}
+    for m in methods(frame):
+        for metric in (*METRICS, "seconds"):
+            row = [NAMES.get(m, m) if metric == METRICS[0] else "", LABELS[metric]]
+            row += [format_cell(cells[metric].get((n, v, m)), metric, limit) for n, v in cols]
+            lines.append("| " + " | ".join(row) + " |")
+    if OURS in set(frame["method"]) and frame["method"].nunique() > 1:
+        for metric in METRICS:
+            row = ["Impro. ratio" if metric == METRICS[0] else "", LABELS[metric]]
+            for n, v in cols:
+                r = improvement(cells[metric], n, v, metric)
+                row.append("" if r is None else f"{100 * r:.1f}%")
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def long_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (network, nodes, method, metric) with mean, std, seeds and the best/bold marks."""
+    rows = []
+    for metric in (*METRICS, "seconds"):
+        for (n, v, m), c in table(frame, metric).items():
+            rows.append({"network": n, "nodes": v, "method": m, "metric": metric,
+                         "mean": c.mean if c.complete or metric == "seconds" else math.nan, "std": c.std,
+                         "seeds": c.n, "complete": c.complete, "best": c.best, "not_significantly_worse": c.bold})
+    return pd.DataFrame(rows)
+
+
+def shortfalls(frame: pd.DataFrame, ours: str = OURS) -> list[str]:
+    """Sentences for every dataset and metric where ours is not the best: by how much, behind whom."""
+    notes = []
+    if ours not in set(frame["method"]):
+        return notes
+    for metric in METRICS:
+        cells = table(frame, metric)
+        for n, v in datasets(frame):
+            mine = cells.get((n, v, ours))
+            winner = next((m for (a, b, m), c in cells.items() if (a, b) == (n, v) and c.best), None)
+            if mine is None or winner is None or winner == ours or mine.best:
+                continue
+            if not mine.complete:
+                notes.append(f"{n}-{v}: {NAMES[ours]} did not finish every seed; {NAMES.get(winner, winner)} is best "
+                             f"on {LABELS[metric]}.")
+                continue
+            gap = abs(cells[(n, v, winner)].mean - mine.mean)
+            verdict = "not significantly" if mine.bold else "significantly"
+            notes.append(f"{n}-{v} {LABELS[metric]}: {NAMES[ours]} {_number(mine.mean, metric)} trails "
+                         f"{NAMES.get(winner, winner)} {_number(cells[(n, v, winner)].mean, metric)} by "
+                         f"{_number(gap, metric)} ({verdict} worse, Wilcoxon p = 0.05 over {mine.n} seeds).")
+    return notes

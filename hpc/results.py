@@ -1,0 +1,58 @@
+"""Gather experiment result files into one table.
+
+Each learn task writes `<results_dir>/<method>/<dataset>/seed<k>.json`; a sweep leaves hundreds
+of them, possibly from several experiments. One row per file, so a CSV of them is what
+spreadsheets, pandas and `psle report` all start from.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from hpc.errors import PsleError
+
+COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "seconds", "peak_mb", "time_limit",
+           "f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent", "clusters",
+           "largest_cluster"]
+REQUIRED = ("method", "network", "seed", "status")
+
+
+def result_files(root: str | Path) -> list[Path]:
+    """Every task result under `root` (graphs and Hydra's own files excluded)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise PsleError(f"{root}: no such results directory")
+    return sorted(p for p in root.rglob("seed*.json")
+                  if not p.name.endswith(".graph.json") and ".hydra" not in p.parts and ".submitit" not in p.parts)
+
+
+def read_result(path: Path) -> dict:
+    try:
+        row = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PsleError(f"{path}: not a readable result file ({exc})") from None
+    if not isinstance(row, dict) or any(k not in row for k in REQUIRED):
+        missing = [k for k in REQUIRED if not isinstance(row, dict) or k not in row]
+        raise PsleError(f"{path}: not a psle result (missing {', '.join(missing)})")
+    return row
+
+
+def collect(root: str | Path) -> pd.DataFrame:
+    """All results under `root` as one DataFrame, sorted by experiment, network, size, method, seed."""
+    files = result_files(root)
+    if not files:
+        raise PsleError(f"{root}: no result files (seed*.json) found")
+    rows = []
+    for path in files:
+        row = read_result(path)
+        row["file"] = str(path.relative_to(root))
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    for col in COLUMNS:
+        if col not in frame:
+            frame[col] = pd.NA
+    frame = frame[COLUMNS + ["file"]]
+    return frame.sort_values(["experiment", "network", "p", "method", "seed"], kind="stable").reset_index(drop=True)
