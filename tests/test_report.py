@@ -1,0 +1,94 @@
+"""psle aggregate / psle report on hand-made result files with hand-computed statistics."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hpc.report.summary import improvement, table
+from hpc.results import collect
+
+PSLE = [sys.executable, "-m", "hpc.cli"]
+
+
+def write(root: Path, method: str, network: str, nodes: int, seed: int, status: str = "ok", **metrics) -> None:
+    row = {"experiment": "exp", "method": method, "network": network, "nodes": nodes, "p": nodes, "edges": 2 * nodes,
+           "seed": seed, "status": status, "seconds": metrics.pop("seconds", 10.0), "time_limit": 60, **metrics}
+    path = root / "exp" / method / f"{network}-{nodes}" / f"seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(row))
+    path.with_suffix(".graph.json").write_text("{}")  # graphs are not results
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    # p-sle beats p-fges on F1-adjacency on all six seeds (Wilcoxon one-sided p = 1/64 < 0.05), while
+    # on F1-arrowhead p-fges is better on average but p-sle wins three of six seeds (not significant).
+    for s in range(6):
+        write(tmp_path, "p-sle", "alarm", 100, s, f1_adjacent=0.8, f1_arrowhead=[0.5, 0.9][s % 2], shd=100)
+        write(tmp_path, "p-fges", "alarm", 100, s, f1_adjacent=0.5, f1_arrowhead=[0.8, 0.7][s % 2], shd=200)
+    write(tmp_path, "p-sle", "asia", 100, 0, f1_adjacent=0.9, f1_arrowhead=0.9, shd=10)
+    write(tmp_path, "p-fges", "asia", 100, 0, status="timed out", seconds=61.0)
+    return tmp_path
+
+
+def test_collect_reads_every_result_and_skips_graphs(results):
+    frame = collect(results)
+    assert len(frame) == 14
+    assert set(frame["method"]) == {"p-sle", "p-fges"} and frame["file"].str.endswith("seed0.json").sum() == 4
+
+
+def test_best_bold_and_improvement_are_the_hand_computed_ones(results):
+    frame = collect(results)
+    adj, arrow, shd = table(frame, "f1_adjacent"), table(frame, "f1_arrowhead"), table(frame, "shd")
+    ours, rival = adj[("alarm", 100, "p-sle")], adj[("alarm", 100, "p-fges")]
+    assert ours.best and ours.bold and not rival.best and not rival.bold
+    assert arrow[("alarm", 100, "p-fges")].best  # mean 0.75 against 0.70
+    assert arrow[("alarm", 100, "p-sle")].bold and not arrow[("alarm", 100, "p-sle")].best
+    assert improvement(adj, "alarm", 100, "f1_adjacent") == pytest.approx((0.8 - 0.5) / 0.5)
+    assert improvement(arrow, "alarm", 100, "f1_arrowhead") == pytest.approx((0.7 - 0.75) / 0.75)
+    assert improvement(shd, "alarm", 100, "shd") == pytest.approx((200 - 100) / 200)
+    timed_out = adj[("asia", 100, "p-fges")]
+    assert not timed_out.complete and not timed_out.best and adj[("asia", 100, "p-sle")].best
+    assert improvement(adj, "asia", 100, "f1_adjacent") is None  # no complete baseline to compare with
+
+
+def test_report_files_are_written_and_say_where_we_trail(results, tmp_path):
+    out = tmp_path / "report"
+    run = subprocess.run([*PSLE, "report", str(results), "-o", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    text = (out / "REPORT.md").read_text()
+    assert "| P/SLE | F1-adj | <ins>**0.80±0.00**</ins> | <ins>**0.90**</ins> |" in text
+    assert "| P/fGES | F1-adj | 0.50±0.00 | - |" in text
+    assert "|  | T (s) | 10.0±0.0 | > 60 |" in text
+    assert "| Impro. ratio | F1-adj | 60.0% |  |" in text
+    assert "alarm-100 F1-arrow: P/SLE 0.70 trails P/fGES 0.75 by 0.05 (not significantly worse" in text
+    long = pd.read_csv(out / "exp.csv")
+    row = long[(long.network == "alarm") & (long.method == "p-fges") & (long.metric == "shd")].iloc[0]
+    assert row["mean"] == 200 and row["seeds"] == 6 and not row["not_significantly_worse"]
+    assert len(pd.read_csv(out / "results.csv")) == 14
+
+
+def test_curves_are_drawn_when_a_network_has_several_sizes(tmp_path):
+    for nodes in (100, 200):
+        write(tmp_path, "p-sle", "alarm", nodes, 0, f1_adjacent=0.8, f1_arrowhead=0.7, shd=nodes)
+    out = tmp_path / "report"
+    assert subprocess.run([*PSLE, "report", str(tmp_path), "-o", str(out)]).returncode == 0
+    png = out / "exp-alarm.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "exp-alarm.png" in (out / "REPORT.md").read_text()
+
+
+def test_aggregate_writes_one_csv_and_refuses_a_broken_result(results, tmp_path):
+    csv = tmp_path / "all.csv"
+    assert subprocess.run([*PSLE, "aggregate", str(results), "-o", str(csv)]).returncode == 0
+    assert len(pd.read_csv(csv)) == 14
+    bad = results / "exp" / "p-sle" / "alarm-100" / "seed9.json"
+    bad.write_text('{"method": "p-sle"')
+    csv2 = tmp_path / "again.csv"
+    run = subprocess.run([*PSLE, "aggregate", str(results), "-o", str(csv2)], capture_output=True, text=True)
+    assert run.returncode == 2 and not csv2.exists()
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and "not a readable result file" in lines[0]
