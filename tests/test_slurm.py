@@ -130,3 +130,24 @@ def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, pre
     assert learned["training"]["rounds"] == reference_sle["training"]["rounds"]
     with h5py.File(ckpt) as f:
         assert f["evaluations/runs"][()].max() == 1
+
+
+def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs():
+    """executor=slurm_dask: PEF's cluster tasks run in dask workers that are SLURM jobs of their own."""
+    from omegaconf import OmegaConf
+
+    from hpc.data.generate import benchmark_problem
+    from hpc.launch.executors import make_executor
+    from hpc.pef.pipeline import PEF
+
+    cfg = OmegaConf.create({"kind": "slurm_dask", "workers": 1, "container": None,
+                            "worker_job": {"cores": 1, "memory": "2GB", "walltime": "00:20:00", "queue": "debug"}})
+    problem = benchmark_problem(40, 0, 1000, network="child")
+    before = sacct_jobs()
+    with make_executor(cfg) as executor:
+        hosts = executor.client.run(lambda: os.environ.get("SLURM_JOB_ID"))
+        fitted = PEF([{"method": "fges"}], executor=executor, progress=False).fit(problem.data, problem.variables)
+    assert len(hosts) == 1 and all(job_id for job_id in hosts.values()), hosts  # the worker lives in a SLURM job
+    assert {str(j) for j in hosts.values()} <= sacct_jobs() - before
+    local = PEF([{"method": "fges"}], progress=False).fit(problem.data, problem.variables)
+    assert fitted.graph_ == local.graph_
