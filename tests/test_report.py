@@ -16,7 +16,8 @@ PSLE = [sys.executable, "-m", "hpc.cli"]
 
 def write(root: Path, method: str, network: str, nodes: int, seed: int, status: str = "ok", **metrics) -> None:
     row = {"experiment": "exp", "method": method, "network": network, "nodes": nodes, "p": nodes, "edges": 2 * nodes,
-           "seed": seed, "status": status, "seconds": metrics.pop("seconds", 10.0), "time_limit": 60, **metrics}
+           "seed": seed, "status": status, "seconds": metrics.pop("seconds", 10.0), "time_limit": 60,
+           "peak_mb": 500 + seed, **metrics}
     path = root / "exp" / method / f"{network}-{nodes}" / f"seed{seed}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row))
@@ -64,6 +65,7 @@ def test_report_files_are_written_and_say_where_we_trail(results, tmp_path):
     assert "| P/SLE | F1-adj | <ins>**0.80±0.00**</ins> | <ins>**0.90**</ins> |" in text
     assert "| P/fGES | F1-adj | 0.50±0.00 | - |" in text
     assert "|  | T (s) | 10.0±0.0 | > 60 |" in text
+    assert "|  | Mem (MB) | 502±2 | 500 |" in text  # seeds 0-5 used 500..505 MB
     assert "| Impro. ratio | F1-adj | 60.0% |  |" in text
     assert "alarm-100 F1-arrow: P/SLE 0.70 trails P/fGES 0.75 by 0.05 (not significantly worse" in text
     long = pd.read_csv(out / "exp.csv")

@@ -13,7 +13,7 @@ NAMES = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)", "p-pc-s
 
 
 def _number(value: float, metric: str) -> str:
-    return f"{value:.2f}" if metric.startswith("f1") else f"{value:.1f}"
+    return f"{value:.2f}" if metric.startswith("f1") else f"{value:.0f}" if metric == "peak_mb" else f"{value:.1f}"
 
 
 def format_cell(c: Cell | None, metric: str, limit: float | None = None) -> str:
@@ -40,9 +40,10 @@ def markdown_table(frame: pd.DataFrame) -> str:
                                           if not pd.isna(edges.loc[(n, v), "edges"]) else "" for n, v in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), "| " + " | ".join(sizes) + " |"]
     limit = frame["time_limit"].dropna().max() if frame["time_limit"].notna().any() else None
-    cells = {metric: table(frame, metric) for metric in (*METRICS, "seconds")}
+    shown = (*METRICS, "seconds") + (("peak_mb",) if frame["peak_mb"].notna().any() else ())
+    cells = {metric: table(frame, metric) for metric in shown}
     for m in methods(frame):
-        for metric in (*METRICS, "seconds"):
+        for metric in shown:
             row = [NAMES.get(m, m) if metric == METRICS[0] else "", LABELS[metric]]
             row += [format_cell(cells[metric].get((n, v, m)), metric, limit) for n, v in cols]
             lines.append("| " + " | ".join(row) + " |")

@@ -15,8 +15,9 @@ import pandas as pd
 from scipy.stats import wilcoxon
 
 METRICS = ("f1_adjacent", "f1_arrowhead", "shd")
-HIGHER_IS_BETTER = {"f1_adjacent": True, "f1_arrowhead": True, "shd": False, "seconds": False}
-LABELS = {"f1_adjacent": "F1-adj", "f1_arrowhead": "F1-arrow", "shd": "SHD", "seconds": "T (s)"}
+HIGHER_IS_BETTER = {"f1_adjacent": True, "f1_arrowhead": True, "shd": False, "seconds": False, "peak_mb": False}
+LABELS = {"f1_adjacent": "F1-adj", "f1_arrowhead": "F1-arrow", "shd": "SHD", "seconds": "T (s)",
+          "peak_mb": "Mem (MB)"}
 OURS = "p-sle"
 ALPHA = 0.05
 
