@@ -132,8 +132,9 @@ def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, pre
         assert f["evaluations/runs"][()].max() == 1
 
 
-def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs():
+def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch):
     """executor=slurm_dask: PEF's cluster tasks run in dask workers that are SLURM jobs of their own."""
+    monkeypatch.chdir(tmp_path)  # the worker jobs' slurm-*.out logs land in the working directory
     from omegaconf import OmegaConf
 
     from hpc.data.generate import benchmark_problem
