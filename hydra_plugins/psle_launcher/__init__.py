@@ -2,23 +2,49 @@
 
 from __future__ import annotations
 
+import functools
+import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+from omegaconf import OmegaConf
 
 from hpc.errors import PsleError
+from hpc.learners.ensemble import conf_dir
 from hpc.launch.preflight import check_slurm_launcher
+
+# The Python of the project's venv inside the image built from Apptainer.def.
+IMAGE_PYTHON = "/opt/psle/bin/python"
 
 
 class CheckedSlurmLauncher(SlurmLauncher):
-    """hydra-submitit-launcher's SlurmLauncher that validates its settings before submitting."""
+    """hydra-submitit-launcher's SlurmLauncher that validates its settings before submitting and,
+    with `executor.container=IMAGE.sif`, runs every task inside that Apptainer image."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+        image = OmegaConf.select(self.config, "executor.container") if self.config is not None else None
         try:
             check_slurm_launcher(self.params)
+            if image and not Path(image).is_file():
+                raise PsleError(f"executor.container={image}: no such image (build it with scripts/build_container.sh)")
         except PsleError as exc:  # Hydra would print a traceback; a settings error is one line
             print(f"psle-experiment: error: {exc}; nothing was submitted", file=sys.stderr)
             raise SystemExit(2) from None
-        return super().launch(job_overrides, initial_job_idx)
+        if not image:
+            return super().launch(job_overrides, initial_job_idx)
+        # submitit takes the task's python command (slurm_python) only when the executor is built, and
+        # the plugin builds it inside launch() with max_num_timeout as its only init key. Giving that one
+        # constructor call the argument, for the duration of this launch, keeps the plugin's own launch()
+        # (and its future fixes) instead of copying it here.
+        import submitit
+
+        # Each task re-composes its config from the launcher's config directory (a host path, pickled
+        # with the task), so that directory is bound read-only at the same path in the image.
+        conf = shlex.quote(str(conf_dir().resolve()))
+        python = f"apptainer exec --bind {conf}:{conf}:ro {shlex.quote(str(Path(image).resolve()))} {IMAGE_PYTHON}"
+        with mock.patch.object(submitit, "AutoExecutor", functools.partial(submitit.AutoExecutor, slurm_python=python)):
+            return super().launch(job_overrides, initial_job_idx)
