@@ -34,8 +34,8 @@ def read_result(path: Path) -> dict:
         row = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise PsleError(f"{path}: not a readable result file ({exc})") from None
-    if not isinstance(row, dict) or any(k not in row for k in REQUIRED):
-        missing = [k for k in REQUIRED if not isinstance(row, dict) or k not in row]
+    missing = [k for k in REQUIRED if not isinstance(row, dict) or k not in row]
+    if missing:
         raise PsleError(f"{path}: not a psle result (missing {', '.join(missing)})")
     return row
 

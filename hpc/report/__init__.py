@@ -8,7 +8,7 @@ import pandas as pd
 
 from hpc.atomic import write_text_atomic
 from hpc.errors import PsleError
-from hpc.report.render import long_table, markdown_table, shortfalls
+from hpc.report.render import all_tables, long_table, markdown_table, shortfalls
 from hpc.results import collect
 
 
@@ -19,7 +19,7 @@ def build_report(results_dir: str | Path, out_dir: str | Path, notes: str | Path
     """
     from hpc.report.plots import curves
 
-    frame = collect(results_dir)
+    frame = collect(results_dir)  # before creating anything: no results, no report directory
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.csv"]
@@ -31,11 +31,12 @@ def build_report(results_dir: str | Path, out_dir: str | Path, notes: str | Path
              "can reach significance, so everything complete is bold); \"-\" means some seed hit the time limit.\n"]
     for experiment, part in frame.groupby("experiment", sort=True):
         lines.append(f"## {experiment}\n")
-        lines.append(markdown_table(part))
+        tables = all_tables(part)  # Wilcoxon tests once per experiment, shared by the three views
+        lines.append(markdown_table(part, tables))
         csv = out / f"{experiment}.csv"
-        write_text_atomic(csv, long_table(part).to_csv(index=False))
+        write_text_atomic(csv, long_table(tables).to_csv(index=False))
         written.append(csv)
-        gaps = shortfalls(part)
+        gaps = shortfalls(part, tables)
         if gaps:
             lines.append("Where P/SLE is not the best:\n\n" + "\n".join(f"- {g}" for g in gaps) + "\n")
         for network in sorted(part["network"].unique()):

@@ -31,7 +31,16 @@ def format_cell(c: Cell | None, metric: str, limit: float | None = None) -> str:
     return text
 
 
-def markdown_table(frame: pd.DataFrame) -> str:
+Tables = dict[str, dict[tuple[str, int, str], Cell]]
+
+
+def all_tables(frame: pd.DataFrame) -> Tables:
+    """Every shown metric's cells for one experiment (peak memory only when it was recorded)."""
+    shown = (*METRICS, "seconds") + (("peak_mb",) if frame["peak_mb"].notna().any() else ())
+    return {metric: table(frame, metric) for metric in shown}
+
+
+def markdown_table(frame: pd.DataFrame, cells: Tables) -> str:
     """One experiment: networks across, method × metric down, then the improvement-ratio rows."""
     cols = datasets(frame)
     edges = frame.groupby(["network", "nodes"])[["p", "edges"]].first()
@@ -40,10 +49,8 @@ def markdown_table(frame: pd.DataFrame) -> str:
                                           if not pd.isna(edges.loc[(n, v), "edges"]) else "" for n, v in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), "| " + " | ".join(sizes) + " |"]
     limit = frame["time_limit"].dropna().max() if frame["time_limit"].notna().any() else None
-    shown = (*METRICS, "seconds") + (("peak_mb",) if frame["peak_mb"].notna().any() else ())
-    cells = {metric: table(frame, metric) for metric in shown}
     for m in methods(frame):
-        for metric in shown:
+        for metric in cells:
             row = [NAMES.get(m, m) if metric == METRICS[0] else "", LABELS[metric]]
             row += [format_cell(cells[metric].get((n, v, m)), metric, limit) for n, v in cols]
             lines.append("| " + " | ".join(row) + " |")
@@ -57,24 +64,24 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def long_table(frame: pd.DataFrame) -> pd.DataFrame:
+def long_table(cells: Tables) -> pd.DataFrame:
     """One row per (network, nodes, method, metric) with mean, std, seeds and the best/bold marks."""
     rows = []
-    for metric in (*METRICS, "seconds"):
-        for (n, v, m), c in table(frame, metric).items():
+    for metric, by_cell in cells.items():
+        for (n, v, m), c in by_cell.items():
             rows.append({"network": n, "nodes": v, "method": m, "metric": metric,
                          "mean": c.mean if c.complete or metric == "seconds" else math.nan, "std": c.std,
                          "seeds": c.n, "complete": c.complete, "best": c.best, "not_significantly_worse": c.bold})
     return pd.DataFrame(rows)
 
 
-def shortfalls(frame: pd.DataFrame, ours: str = OURS) -> list[str]:
+def shortfalls(frame: pd.DataFrame, tables: Tables, ours: str = OURS) -> list[str]:
     """Sentences for every dataset and metric where ours is not the best: by how much, behind whom."""
     notes = []
     if ours not in set(frame["method"]):
         return notes
     for metric in METRICS:
-        cells = table(frame, metric)
+        cells = tables[metric]
         for n, v in datasets(frame):
             mine = cells.get((n, v, ours))
             winner = next((m for (a, b, m), c in cells.items() if (a, b) == (n, v) and c.best), None)
