@@ -79,6 +79,14 @@ def read_data(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
     raise PsleError(f"{path}: unknown data format {suffix!r} (use .csv or .h5)")
 
 
+def as_learnable(x: np.ndarray, names: tuple[str, ...] | list[str] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """`x` as a float matrix with its column names (X0, X1, ... when none), checked by `check_learnable`."""
+    x = np.asarray(x, dtype=np.float64)
+    names = tuple(names) if names is not None else tuple(f"X{i}" for i in range(x.shape[1] if x.ndim == 2 else 0))
+    check_learnable(x, names)
+    return x, names
+
+
 def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: str = "data") -> None:
     """Reject data a Gaussian learner cannot use, naming the problem: too few rows, NaN/inf, constant columns."""
     if x.ndim != 2 or x.shape[1] != len(names):

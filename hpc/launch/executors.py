@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hpc.launch.container import image_python
 from hpc.parallel import DaskExecutor, SerialExecutor
 
 
@@ -37,7 +38,7 @@ class SlurmDaskExecutor(DaskExecutor):
         prologue = ["export PYTHONHASHSEED=0"]
         python = None
         if cfg.get("container"):
-            python = f"apptainer exec {cfg.container} python"
+            python = image_python(cfg.container)
         self._cluster = SLURMCluster(cores=job.cores, processes=job.cores, memory=job.memory, walltime=job.walltime,
                                      queue=job.get("queue"), job_script_prologue=prologue, python=python,
                                      scheduler_options={"dashboard_address": None})

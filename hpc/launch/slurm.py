@@ -12,6 +12,7 @@ from typing import Any
 
 import submitit
 
+from hpc.launch.container import image_python
 from hpc.launch.preflight import check_slurm_launcher
 
 
@@ -30,7 +31,7 @@ def submit_train(argv: list[str], folder: str | Path, partition: str | None = No
     """Submit `psle train ARGV` and return the submitit job (job.job_id, job.result())."""
     check_slurm_launcher({"partition": partition, "timeout_min": timeout_min, "mem_gb": mem_gb,
                           "cpus_per_task": cpus})
-    extra = {"slurm_python": f"apptainer exec {container} /opt/psle/bin/python"} if container else {}
+    extra = {"slurm_python": image_python(container)} if container else {}
     executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm", slurm_max_num_timeout=requeues, **extra)
     executor.update_parameters(name="psle-train", timeout_min=timeout_min, mem_gb=mem_gb, cpus_per_task=cpus,
                                slurm_partition=partition, slurm_setup=["export PYTHONHASHSEED=0"])

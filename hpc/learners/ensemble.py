@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
@@ -71,6 +72,14 @@ def choose(runs: list[MemberRun], variables: tuple[str, ...], where: str = "") -
     return PDAG(variables, runs[k].directed, runs[k].undirected), k
 
 
+def check_members(members: list[dict[str, Any]], time_limit: float | None, empty: str) -> None:
+    """Check every member spec before any learner starts, so a typo fails in one line, not hours in."""
+    if not members:
+        raise PsleError(empty)
+    for spec in members:
+        member_from_spec(spec, time_limit).validate()
+
+
 class SLE:
     """An ensemble of member specs (`{"method": "fges", "penalty": 2, ...}`) chosen between by BIC."""
 
@@ -80,17 +89,10 @@ class SLE:
         self.executor = executor
 
     def validate(self) -> None:
-        if not self.members:
-            raise PsleError("an ensemble needs at least one member")
-        for spec in self.members:
-            member_from_spec(spec, self.time_limit).validate()
+        check_members(self.members, self.time_limit, "an ensemble needs at least one member")
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> SLE:
-        from hpc.data.tabular import check_learnable
-
-        x = np.asarray(x, dtype=np.float64)
-        variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
-        check_learnable(x, variables)
+        x, variables = as_learnable(x, variables)
         return self.fit_covariance(covariance(x), x.shape[0], variables)
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> SLE:

@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
-from hpc.learners.ensemble import MemberRun, best_run, run_member
-from hpc.learners.members import member_from_spec
+from hpc.data.tabular import as_learnable
+from hpc.learners.ensemble import MemberRun, best_run, check_members, run_member
 from hpc.parallel import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.partition import PartitionConfig, partition, standardize
@@ -38,18 +37,11 @@ class PEF:
         self.progress = progress
 
     def validate(self) -> None:
-        if not self.members:
-            raise PsleError("PEF needs at least one member learner")
-        for spec in self.members:
-            member_from_spec(spec, self.time_limit).validate()
+        check_members(self.members, self.time_limit, "PEF needs at least one member learner")
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
-        from hpc.data.tabular import check_learnable
-
-        x = np.asarray(x, dtype=np.float64)
-        variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
         self.validate()
-        check_learnable(x, variables)
+        x, variables = as_learnable(x, variables)
         executor = self.executor or SerialExecutor()
         show = Progress(self.progress)
         n, p = x.shape

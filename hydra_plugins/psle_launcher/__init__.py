@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,12 +13,9 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 from omegaconf import OmegaConf
 
 from hpc.errors import PsleError
+from hpc.launch.container import image_python
 from hpc.learners.ensemble import conf_dir
 from hpc.launch.preflight import check_slurm_launcher
-
-# The Python of the project's venv inside the image built from Apptainer.def.
-IMAGE_PYTHON = "/opt/psle/bin/python"
-
 
 class CheckedSlurmLauncher(SlurmLauncher):
     """hydra-submitit-launcher's SlurmLauncher that validates its settings before submitting and,
@@ -44,7 +40,6 @@ class CheckedSlurmLauncher(SlurmLauncher):
 
         # Each task re-composes its config from the launcher's config directory (a host path, pickled
         # with the task), so that directory is bound read-only at the same path in the image.
-        conf = shlex.quote(str(conf_dir().resolve()))
-        python = f"apptainer exec --bind {conf}:{conf}:ro {shlex.quote(str(Path(image).resolve()))} {IMAGE_PYTHON}"
+        python = image_python(image, read_only=(conf_dir().resolve(),))
         with mock.patch.object(submitit, "AutoExecutor", functools.partial(submitit.AutoExecutor, slurm_python=python)):
             return super().launch(job_overrides, initial_job_idx)
