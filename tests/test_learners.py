@@ -140,7 +140,7 @@ def test_time_limit_stops_the_search_and_leaves_no_jvm():
 
 def test_java_exception_names_the_member_and_parameters():
     x = np.random.default_rng(0).standard_normal((3, 4))
-    with pytest.raises(LearnerError, match=r"pc-stable\(alpha=0.05, depth=1000\) failed: .*RuntimeException.*X\d _\|\|_ X\d"):
+    with pytest.raises(LearnerError, match=r"pc-stable\(alpha=0.05, depth=1000, engine='tetrad'\) failed: .*RuntimeException.*X\d _\|\|_ X\d"):
         PCStable().fit(x, ["X0", "X1", "X2", "X3"])
 
 
@@ -160,7 +160,7 @@ def test_parameters_are_checked_against_the_paper_space(member, message):
 
 def test_defaults_are_tetrads():
     assert FGES().get_params() == {"penalty": 1.0, "max_parents": 1000, "faithfulness": False}
-    assert PCStable().get_params() == {"alpha": 0.05, "depth": 1000}
+    assert PCStable().get_params() == {"alpha": 0.05, "depth": 1000, "engine": "tetrad"}
 
 
 def test_member_from_spec_round_trips_and_rejects_unknowns():

@@ -141,15 +141,17 @@ def _serve() -> None:
     """
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    from hpc.learners import tetrad
+    from hpc.learners import pc, tetrad
 
+    runners = {"start_jvm": tetrad.start_jvm, "run_fges": tetrad.run_fges, "run_pc": tetrad.run_pc,
+               "pc_stable_numpy": pc.pc_stable}
     while True:
         request = _recv_blocking(sys.stdin.buffer)
         if request is None:
             return
         function, kwargs = request
         try:
-            result = ("ok", getattr(tetrad, function)(**kwargs))
+            result = ("ok", runners[function](**kwargs))
         except Exception as exc:  # report, keep serving: one bad request must not kill the JVM
             text = str(exc).strip().splitlines()
             message = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
