@@ -94,3 +94,22 @@ def test_aggregate_writes_one_csv_and_refuses_a_broken_result(results, tmp_path)
     assert run.returncode == 2 and not csv2.exists()
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and str(bad) in lines[0] and "not a readable result file" in lines[0]
+
+
+def test_a_timed_out_size_has_no_mean_but_a_runtime_lower_bound(tmp_path):
+    from hpc.report.plots import points
+
+    for nodes in (100, 200):
+        for seed in (0, 1):
+            write(tmp_path, "p-fges", "alarm", nodes, seed, f1_adjacent=0.5 + seed / 10, f1_arrowhead=0.4, shd=9,
+                  seconds=20.0 + seed)
+    write(tmp_path, "p-fges", "alarm", 300, 0, f1_adjacent=0.9, f1_arrowhead=0.4, shd=9)
+    write(tmp_path, "p-fges", "alarm", 300, 1, status="timed out", seconds=75.0)
+    frame = collect(tmp_path)
+    means, limits = points(frame, "alarm", "p-fges", "f1_adjacent")
+    assert means.to_dict() == pytest.approx({100: 0.55, 200: 0.55})  # 300 has a timed-out seed: no mean
+    assert limits.to_dict() == {300: 75.0}
+    assert points(frame, "alarm", "p-fges", "seconds")[0].to_dict() == {100: 20.5, 200: 20.5}
+    out = tmp_path / "report"
+    assert subprocess.run([*PSLE, "report", str(tmp_path), "-o", str(out)]).returncode == 0
+    assert (out / "exp-alarm.png").stat().st_size > 0

@@ -17,10 +17,22 @@ from hpc.report.summary import LABELS, methods  # noqa: E402
 PANELS = (("f1_adjacent", False), ("f1_arrowhead", False), ("shd", True), ("seconds", True))
 
 
+def points(frame: pd.DataFrame, network: str, method: str, metric: str) -> tuple[pd.Series, pd.Series]:
+    """(means over finished seeds by number of variables, seconds spent at the sizes where a seed timed out).
+
+    A size with a timed-out seed has no mean (the paper's tables show "-"); the seconds spent there are a
+    lower bound on the runtime, drawn apart so the runtime curve does not silently stop.
+    """
+    runs = frame[(frame.network == network) & (frame.method == method)]
+    hit = runs[runs.status == "timed out"].groupby("p")["seconds"].max()
+    ok = runs[(runs.status == "ok") & ~runs.p.isin(hit.index)]
+    return ok.groupby("p")[metric].mean().sort_index(), hit.sort_index()
+
+
 def curves(frame: pd.DataFrame, network: str, out: Path) -> Path | None:
     """One PNG with four panels (F1-adj, F1-arrow, SHD log, runtime log); one line per method.
 
-    A point is the mean over the seeds that finished; sizes where a method hit its limit are left out.
+    Runtime panel: a hollow triangle (a lower bound) where a method hit its time limit.
     """
     runs = frame[frame.network == network]
     if runs["nodes"].nunique() < 2:
@@ -28,17 +40,21 @@ def curves(frame: pd.DataFrame, network: str, out: Path) -> Path | None:
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), constrained_layout=True)
     for ax, (metric, log) in zip(axes, PANELS):
         for m in methods(runs):
-            ok = runs[(runs.method == m) & (runs.status == "ok")]
-            if ok.empty:
+            means, limits = points(runs, network, m, metric)
+            if means.empty and limits.empty:
                 continue
-            means = ok.groupby("p")[metric].mean().sort_index()
-            ax.plot(means.index, means.to_numpy(), marker="o", label=NAMES.get(m, m))
+            line, = ax.plot(means.index, means.to_numpy(), marker="o", label=NAMES.get(m, m))
+            if metric == "seconds" and not limits.empty:
+                ax.plot(limits.index, limits.to_numpy(), linestyle="none", marker="^", markerfacecolor="none",
+                        color=line.get_color(), label=f"{NAMES.get(m, m)}: time limit hit")
         ax.set_xlabel("variables")
         ax.set_title(LABELS[metric] + (" (log)" if log else ""))
         if log:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
+    if any("time limit" in label for label in axes[-1].get_legend_handles_labels()[1]):
+        axes[-1].legend(fontsize=7)
     fig.suptitle(network.capitalize())
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
