@@ -68,6 +68,12 @@ def _parse_params(items: list[str]) -> dict[str, object]:
 METHODS = ("p-sle", "sle", "p-fges", "p-pc-stable", "fges", "pc-stable")
 
 
+def _announce(executor: SerialExecutor) -> None:
+    """Point long runs at the dask dashboard (per-worker load, task stream, memory)."""
+    if getattr(executor, "dashboard", None):
+        print(f"psle: dask dashboard at {executor.dashboard}", file=sys.stderr)
+
+
 def _learner(args: argparse.Namespace, executor):
     """The estimator a method name stands for, and a label for messages."""
     from dataclasses import fields, replace
@@ -127,6 +133,7 @@ def _learn(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     parallel = not isinstance(learner, Member) and not args.serial
     with (DaskExecutor(args.scheduler, args.workers) if parallel else SerialExecutor()) as executor:
+        _announce(executor)
         learner.executor = executor
         learner.fit(x, variables)
     seconds = time.perf_counter() - start
@@ -158,6 +165,7 @@ def _train(args: argparse.Namespace) -> None:
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training)
     with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
+        _announce(executor)
         result = train(config, args.checkpoint, executor)
     doc = {"name": Path(args.output).stem, "members": result.members,
            "training": {"rounds": result.rounds, "settings": config.settings()}}

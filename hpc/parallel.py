@@ -1,7 +1,7 @@
 """Where independent work runs: in this process, or on dask (a local cluster or a scheduler address).
 
 Learners and PEF only see `run(fn, arg_tuples)` yielding `(index, result)` as results
-arrive, and `scatter(obj)` for large inputs many tasks share.
+arrive, and `scatter(obj)` for large inputs several tasks share (sent once, not once per task).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class SerialExecutor:
         for k, args in enumerate(tasks):
             yield k, fn(*args)
 
-    def scatter(self, obj: Any) -> Any:
+    def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         return obj
 
     def close(self) -> None:
@@ -46,9 +46,12 @@ class DaskExecutor(SerialExecutor):
         if address:
             self.client = Client(address)
         else:
+            # Dashboard on a free port: two runs on one machine must not fight over 8787.
             self._cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                                         processes=True, dashboard_address=None, silence_logs=40)
+                                         processes=True, dashboard_address=":0", silence_logs=40)
             self.client = Client(self._cluster)
+        self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
+            else None
 
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
         from dask.distributed import as_completed
@@ -57,8 +60,9 @@ class DaskExecutor(SerialExecutor):
         for future in as_completed(futures):
             yield futures[future], future.result()
 
-    def scatter(self, obj: Any) -> Any:
-        return self.client.scatter(obj, broadcast=True)
+    def scatter(self, obj: Any, broadcast: bool = True) -> Any:
+        """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand."""
+        return self.client.scatter(obj, broadcast=broadcast)
 
     def close(self) -> None:
         # Workers still heartbeating while the scheduler goes away log CommClosedError tracebacks:

@@ -129,6 +129,28 @@ def test_learn_writes_graph_with_metadata(alarm, tmp_path):
     assert json.loads(scored.stdout)["f1_adjacent"] > 0.8
 
 
+def test_learn_with_pef_on_dask_writes_clusters_fusion_and_progress(tmp_path):
+    problem = tmp_path / "asia.h5"
+    assert psle("generate", "--network", "asia", "--nodes", "200", "--seed", "1", "-o", str(problem)).returncode == 0
+    out = tmp_path / "g.json"
+    run = psle("learn", str(problem), "--method", "p-pc-stable", "--workers", "2", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    meta = json.loads(out.read_text())["meta"]
+    sizes = [c["size"] for c in meta["clusters"]]
+    assert sum(sizes) == 200 and len(sizes) > 1  # 25 Asia replicas: several clusters, every variable in one
+    for c in meta["clusters"]:
+        assert c["winner"] == 0 and c["runs"][0]["member"] == {"method": "pc-stable"} and c["runs"][0]["seconds"] >= 0
+    fusion = meta["fusion"]
+    assert fusion["pairs_screened"] == 200 * 199 // 2 - sum(s * (s - 1) // 2 for s in sizes)  # cross-cluster only
+    assert 0 < fusion["edges_added"] <= fusion["f2_candidates"] <= fusion["f1_candidates"]
+    assert meta["seconds"]["total"] > 0 and meta["total_seconds"] >= meta["seconds"]["total"]
+    # The terminal shows the dask dashboard, clusters done / total and fusion progress.
+    assert "dask dashboard at http" in run.stderr
+    assert f"estimation (clusters): {len(sizes)}/{len(sizes)}" in run.stderr and "fusion" in run.stderr
+    scored = json.loads(psle("evaluate", str(out), "--truth", str(problem), "--json").stdout)
+    assert scored["f1_adjacent"] > 0.8
+
+
 def test_learn_from_csv_keeps_the_users_names(tmp_path):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(500)

@@ -101,7 +101,8 @@ class SLE:
         self.validate()
         executor = self.executor or SerialExecutor()
         start = time.perf_counter()
-        tasks = [(spec, cov, n, tuple(variables), self.time_limit) for spec in self.members]
+        shared = executor.scatter(cov, broadcast=False)  # one copy for all members
+        tasks = [(spec, shared, n, tuple(variables), self.time_limit) for spec in self.members]
         runs: list[MemberRun | None] = [None] * len(tasks)
         for k, run in executor.run(run_member, tasks):
             runs[k] = run

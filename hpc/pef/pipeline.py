@@ -55,7 +55,7 @@ class PEF:
         start = time.perf_counter()
         tasks, where = [], []
         for c, idx in enumerate(clusters):
-            cov = covariance(x[:, idx])
+            cov = executor.scatter(covariance(x[:, idx]), broadcast=False)  # shared by the cluster's members
             names = tuple(variables[i] for i in idx)
             for k, spec in enumerate(self.members):
                 tasks.append((spec, cov, n, names, self.time_limit))
