@@ -64,7 +64,8 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     for path in results:
         row = json.loads(path.read_text())
         problem = benchmark_problem(40, row["seed"], 1000, network=row["network"])
-        graph, _ = read_json(path.with_suffix(".graph.json"))
+        graph, meta = read_json(path.with_suffix(".graph.json"))
+        assert sum(c["size"] for c in meta["clusters"]) == row["p"] and meta["fusion"]["pairs_screened"] > 0
         metrics = evaluate(graph, problem.truth)
         assert row["f1_adjacent"] == pytest.approx(metrics.f1_adjacent) and row["shd"] == metrics.shd
         if row["method"] == "p-fges":  # fGES is reproducible run to run; Tetrad's PC is not always (BENCHMARKS.md)

@@ -94,7 +94,8 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         row["largest_cluster"] = max(len(c) for c in learner.clusters_)
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
-        write_json(graph_file, learner.graph_, {"method": cfg.method.name, "seed": cfg.seed})
+        # The learner's own account (per-cluster winners and seconds, fusion statistics) travels with the graph.
+        write_json(graph_file, learner.graph_, {**learner.result_meta(), "method": cfg.method.name, "seed": cfg.seed})
         row["graph"] = graph_file.name
         if truth is not None:
             row.update(evaluate(learner.graph_, truth).as_dict())
