@@ -38,6 +38,14 @@ def sacct_jobs() -> set[str]:
     return {ln.strip().split("_")[0] for ln in out.splitlines() if ln.strip()}
 
 
+def jobs_since(before: set[str], wanted: int = 1, timeout: float = 60) -> set[str]:
+    """Jobs accounted since `before`: slurmdbd records a job a few seconds after slurmctld starts it, so poll."""
+    deadline = time.monotonic() + timeout
+    while len(new := sacct_jobs() - before) < wanted and time.monotonic() < deadline:
+        time.sleep(1)
+    return new
+
+
 def experiment(tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PSLE_RESULTS": str(tmp)}
     return subprocess.run([str(BIN / "psle-experiment"), "-m", "hydra/launcher=submitit_slurm", *overrides],
@@ -76,7 +84,7 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     again = experiment(tmp_path, *SWEEP)
     assert again.returncode == 0, again.stderr[-3000:]
     assert {p: p.stat().st_mtime_ns for p in results} == stamps  # every task saw its result and skipped
-    assert len(sacct_jobs() - before) == 1  # the resubmission is again a single array job
+    assert len(jobs_since(before)) == 1  # the resubmission is again a single array job
 
 
 @pytest.mark.parametrize("override, message", [
@@ -150,6 +158,6 @@ def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch
         hosts = executor.client.run(lambda: os.environ.get("SLURM_JOB_ID"))
         fitted = PEF([{"method": "fges"}], executor=executor, progress=False).fit(problem.data, problem.variables)
     assert len(hosts) == 1 and all(job_id for job_id in hosts.values()), hosts  # the worker lives in a SLURM job
-    assert {str(j) for j in hosts.values()} <= sacct_jobs() - before
+    assert {str(j) for j in hosts.values()} <= jobs_since(before)
     local = PEF([{"method": "fges"}], progress=False).fit(problem.data, problem.variables)
     assert fitted.graph_ == local.graph_
