@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,17 @@ from hpc.parallel import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.partition import PartitionConfig, partition, standardize
 from hpc.progress import Progress
+
+
+def screener(executor) -> Callable:
+    """Fusion's F1 screen on `executor`: the data and parent sets go to the workers once, then one task per cluster pair."""
+
+    def screen(z, blocks, parents, n, config):
+        zh, ph = executor.scatter(z), executor.scatter(parents)
+        tasks = [(zh, rows, cols, ph, n, config) for rows, cols in blocks]
+        return (result for _, result in executor.run(screen_block, tasks))
+
+    return screen
 
 
 class PEF:
@@ -91,12 +103,7 @@ class PEF:
         start = time.perf_counter()
         z = standardize(x, np.float64)
 
-        def screen(z_, blocks, parents, n_, config):
-            zh, ph = executor.scatter(z_), executor.scatter(parents)
-            tasks_ = [(zh, rows, cols, ph, n_, config) for rows, cols in blocks]
-            return (result for _, result in executor.run(screen_block, tasks_))
-
-        dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screen, progress=show)
+        dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor), progress=show)
         seconds["fusion"] = time.perf_counter() - start
         self.dag_ = dag
         self.graph_ = dag_to_cpdag(dag)
