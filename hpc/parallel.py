@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+LOCAL_TCP_TIMEOUT = "600s"
+
 
 class SerialExecutor:
     """Runs tasks one after another in this process (tests, tiny problems, debugging)."""
@@ -40,12 +42,18 @@ class DaskExecutor(SerialExecutor):
     """
 
     def __init__(self, address: str | None = None, n_workers: int | None = None):
+        import dask
         from dask.distributed import Client, LocalCluster
 
         self._cluster = None
         if address:
             self.client = Client(address)
         else:
+            # The scheduler lives in this process; a long partition or fusion step here can keep it from
+            # reading its sockets past dask's 30 s TCP timeout, and the client then drops its connection
+            # (seen at 30,000 variables). Workers inherit the setting through their nannies.
+            if "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP" not in os.environ:
+                dask.config.set({"distributed.comm.timeouts.tcp": LOCAL_TCP_TIMEOUT})
             # Dashboard on a free port: two runs on one machine must not fight over 8787.
             self._cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
                                          processes=True, dashboard_address=":0", silence_logs=40)

@@ -1,5 +1,7 @@
 """PEF's steps on planted problems whose answers are known, plus agreement with scipy."""
 
+import os
+
 import numpy as np
 import pytest
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -138,6 +140,9 @@ def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     assert sorted(sorted(c.tolist()) for c in serial.clusters_) == [list(range(30)), list(range(30, 60))]
     with DaskExecutor(n_workers=2) as executor:
         parallel = PEF(pef.members, partition=pef.partition, executor=executor, progress=False).fit(x, dag.variables)
+        tcp = executor.client.run(lambda: __import__("dask").config.get("distributed.comm.timeouts.tcp"))
+    # The local cluster's workers got the long TCP timeout that keeps a busy in-process scheduler connected.
+    assert set(tcp.values()) == {os.environ.get("DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP", "600s")}
     assert parallel.graph_ == graph_serial
     from hpc.graphs.metrics import evaluate
     from hpc.learners import FGES
