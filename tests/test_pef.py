@@ -54,15 +54,16 @@ def test_merge_small_joins_each_small_cluster_to_its_nearest():
     assert owner[2] == owner[0] and owner[3] == owner[1] and owner[0] != owner[1]
 
 
-def two_blocks(rng, size=30, n=1000, cross=()):
-    """Two dense random DAGs on disjoint variables, optional cross edges, sampled as one SEM."""
+def two_blocks(rng, size=30, n=1000, cross=(), second=None):
+    """Two dense random DAGs on disjoint variables (`size` and `second` of them, default equal),
+    optional cross edges, sampled as one SEM."""
     edges = []
-    for offset in (0, size):
-        for i in range(size):
-            for j in range(i + 1, min(i + 4, size)):
+    for offset, k in ((0, size), (size, second or size)):
+        for i in range(k):
+            for j in range(i + 1, min(i + 4, k)):
                 edges.append((offset + i, offset + j))
     edges += list(cross)
-    dag = PDAG(tuple(f"V{i}" for i in range(2 * size)), np.array(edges))
+    dag = PDAG(tuple(f"V{i}" for i in range(size + (second or size))), np.array(edges))
     sem = random_sem(dag, rng)
     return dag, sample(sem, n, rng)
 
@@ -74,6 +75,30 @@ def test_two_well_separated_blocks_are_found():
     clusters = partition(x[:, perm], PartitionConfig(large_fraction=0.3))
     found = sorted(sorted(perm[c].tolist()) for c in clusters)
     assert found == [list(range(30)), list(range(30, 60))]
+
+
+class RecordingExecutor(SerialExecutor):
+    """Runs serially and remembers the order tasks were handed over."""
+
+    def __init__(self):
+        self.order: list[tuple] = []
+
+    def run(self, fn, tasks):
+        self.order += tasks
+        return super().run(fn, tasks)
+
+
+def test_estimation_submits_the_largest_cluster_first():
+    rng = np.random.default_rng(3)
+    dag, x = two_blocks(rng, size=12, n=1000, second=30)
+    executor = RecordingExecutor()
+    pef = PEF([{"method": "fges"}, {"method": "fges", "penalty": 4}], partition=PartitionConfig(large_fraction=0.2),
+              executor=executor, progress=False).fit(x, dag.variables)
+    assert [len(c) for c in pef.clusters_] == [12, 30]  # the partition lists the small block first
+    estimation = [t for t in executor.order if isinstance(t[0], dict)]
+    assert [len(t[3]) for t in estimation] == [30, 30, 12, 12]
+    # Results land with their own cluster whatever the order: each cluster has both members' runs.
+    assert all(len(runs) == 2 and all(r.status == "ok" for r in runs) for runs in pef.cluster_runs_)
 
 
 def test_fisher_z_by_hand():

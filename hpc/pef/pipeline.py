@@ -66,7 +66,9 @@ class PEF:
 
         start = time.perf_counter()
         tasks, where = [], []
-        for c, idx in enumerate(clusters):
+        # Largest clusters first: a big cluster started last would run alone while the other workers idle.
+        for c in sorted(range(len(clusters)), key=lambda c: -len(clusters[c])):
+            idx = clusters[c]
             cov = executor.scatter(covariance(x[:, idx]), broadcast=False)  # shared by the cluster's members
             names = tuple(variables[i] for i in idx)
             for k, spec in enumerate(self.members):
