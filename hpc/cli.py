@@ -80,13 +80,15 @@ def _learner(args: argparse.Namespace, executor):
 
     from hpc.learners.ensemble import SLE, load_sle
     from hpc.learners.members import member_from_spec
+    from hpc.parallel import allocated_cpus
     from hpc.pef.fusion import FusionConfig
     from hpc.pef.pipeline import PEF
     from hpc.pef.partition import PartitionConfig
 
     params = _parse_params(args.param)
     if args.method in ("fges", "pc-stable"):
-        member = member_from_spec({"method": args.method, **params}, time_limit=args.time_limit)
+        # A plain learner runs alone in this process: a multithreaded one may use every allocated CPU.
+        member = member_from_spec({"method": args.method, **params}, args.time_limit, allocated_cpus())
         member.validate()
         return member, repr(member)
     if args.method in ("sle", "p-sle"):

@@ -14,8 +14,20 @@ from typing import Any
 LOCAL_TCP_TIMEOUT = "600s"
 
 
+def allocated_cpus() -> int:
+    """CPUs this process may use: SLURM's allocation inside a job, else the machine's (affinity-aware)."""
+    for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return len(os.sched_getaffinity(0))
+
+
 class SerialExecutor:
     """Runs tasks one after another in this process (tests, tiny problems, debugging)."""
+
+    def task_threads(self, n_tasks: int) -> int:
+        """Threads a multithreaded learner may use when `n_tasks` are run: here one at a time, so all CPUs."""
+        return allocated_cpus()
 
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
         for k, args in enumerate(tasks):
@@ -60,6 +72,16 @@ class DaskExecutor(SerialExecutor):
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None
+
+    def task_threads(self, n_tasks: int) -> int:
+        """With fewer tasks than worker slots, the idle slots' cores go to the running tasks' threads
+        (capped by the smallest host's slots, since a task's threads stay on its worker's host)."""
+        workers = self.client.scheduler_info()["workers"].values()
+        per_host: dict[str, int] = {}
+        for w in workers:
+            per_host[w["host"]] = per_host.get(w["host"], 0) + w["nthreads"]
+        slots = sum(per_host.values())
+        return max(1, min(min(per_host.values(), default=1), slots // max(n_tasks, 1)))
 
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
         from dask.distributed import as_completed

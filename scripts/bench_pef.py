@@ -22,7 +22,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.graphs.metrics import evaluate
 from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
-from hpc.parallel import DaskExecutor
+from hpc.parallel import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
 from hpc.resources import PeakMemory
 
@@ -34,7 +34,7 @@ def run(method: str, problem, executor, limit: float | None) -> dict:
     start = time.perf_counter()
     with PeakMemory() as mem:
         if method in ("fges", "pc-stable"):
-            learner = member_from_spec({"method": method}, time_limit=limit)
+            learner = member_from_spec({"method": method}, limit, allocated_cpus())  # as `psle learn` runs it
             learner.fit(problem.data, problem.variables)
             status = learner.status_
         else:

@@ -78,10 +78,13 @@ def test_two_well_separated_blocks_are_found():
 
 
 class RecordingExecutor(SerialExecutor):
-    """Runs serially and remembers the order tasks were handed over."""
+    """Runs serially, remembers the order tasks were handed over, and offers 3 threads per task."""
 
     def __init__(self):
         self.order: list[tuple] = []
+
+    def task_threads(self, n_tasks):
+        return 3
 
     def run(self, fn, tasks):
         self.order += tasks
@@ -97,8 +100,17 @@ def test_estimation_submits_the_largest_cluster_first():
     assert [len(c) for c in pef.clusters_] == [12, 30]  # the partition lists the small block first
     estimation = [t for t in executor.order if isinstance(t[0], dict)]
     assert [len(t[3]) for t in estimation] == [30, 30, 12, 12]
+    assert {t[5] for t in estimation} == {3}  # the executor's thread offer reaches every run
     # Results land with their own cluster whatever the order: each cluster has both members' runs.
     assert all(len(runs) == 2 and all(r.status == "ok" for r in runs) for runs in pef.cluster_runs_)
+
+
+def test_serial_tasks_may_use_every_allocated_cpu(monkeypatch):
+    for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
+        monkeypatch.delenv(var, raising=False)
+    assert SerialExecutor().task_threads(7) == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "3")
+    assert SerialExecutor().task_threads(7) == 3
 
 
 def test_fisher_z_by_hand():
@@ -166,6 +178,8 @@ def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     with DaskExecutor(n_workers=2) as executor:
         parallel = PEF(pef.members, partition=pef.partition, executor=executor, progress=False).fit(x, dag.variables)
         tcp = executor.client.run(lambda: __import__("dask").config.get("distributed.comm.timeouts.tcp"))
+        # Two single-threaded workers: one task may use both cores, two or more get one each.
+        assert [executor.task_threads(k) for k in (1, 2, 5)] == [2, 1, 1]
     # The local cluster's workers got the long TCP timeout that keeps a busy in-process scheduler connected.
     assert set(tcp.values()) == {os.environ.get("DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP", "600s")}
     assert parallel.graph_ == graph_serial

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from hpc.launch.container import image_python
-from hpc.parallel import DaskExecutor, SerialExecutor
-
-
-def allocated_cpus() -> int:
-    """CPUs this task may use: SLURM's allocation inside a job, else the machine's."""
-    for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return len(os.sched_getaffinity(0))
+from hpc.parallel import DaskExecutor, SerialExecutor, allocated_cpus
 
 
 def make_executor(cfg: Any) -> SerialExecutor:

@@ -50,13 +50,14 @@ def load_dataset(ds: Any, seed: int):
 def build_learner(method: Any, time_limit: float | None, executor: Any, progress: bool = True):
     from hpc.learners.ensemble import SLE, load_sle
     from hpc.learners.members import member_from_spec
+    from hpc.parallel import allocated_cpus
     from hpc.pef.pipeline import PEF
 
     members = load_sle(method.sle)[1] if method.get("sle") else [dict(m) for m in method.members]
     if method.pef:
         return PEF(members, time_limit, executor=executor, progress=progress)
     if len(members) == 1:
-        return member_from_spec(members[0], time_limit)
+        return member_from_spec(members[0], time_limit, allocated_cpus())  # runs alone, in this process
     return SLE(members, time_limit, executor)
 
 

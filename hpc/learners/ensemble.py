@@ -42,9 +42,9 @@ class MemberRun:
 
 
 def run_member(spec: dict[str, Any], cov: np.ndarray, n: int, variables: tuple[str, ...],
-               time_limit: float | None = None) -> MemberRun:
+               time_limit: float | None = None, threads: int = 1) -> MemberRun:
     start = time.perf_counter()
-    member = member_from_spec(spec, time_limit)
+    member = member_from_spec(spec, time_limit, threads)
     try:
         member.fit_covariance(cov, n, variables)
     except LearnerError as exc:
@@ -102,7 +102,8 @@ class SLE:
         executor = self.executor or SerialExecutor()
         start = time.perf_counter()
         shared = executor.scatter(cov, broadcast=False)  # one copy for all members
-        tasks = [(spec, shared, n, tuple(variables), self.time_limit) for spec in self.members]
+        threads = executor.task_threads(len(self.members))
+        tasks = [(spec, shared, n, tuple(variables), self.time_limit, threads) for spec in self.members]
         runs: list[MemberRun | None] = [None] * len(tasks)
         for k, run in executor.run(run_member, tasks):
             runs[k] = run

@@ -47,6 +47,7 @@ class Member:
     ranges: ClassVar[dict[str, tuple[float, float]]]
     integers: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[str, ...]] = ()  # non-numeric parameters, checked by the subclass
+    multithreaded: ClassVar[bool] = False  # accepts `threads` (a run setting, not part of the spec)
 
     time_limit: float | None
 
@@ -125,6 +126,7 @@ class FGES(Member):
 
     method = "fges"
     runner = "run_fges"
+    multithreaded = True
     ranges = {"penalty": (1.0, 1000.0), "max_parents": (1, 1000)}
     integers = ("max_parents",)
     options = ("faithfulness",)
@@ -183,8 +185,9 @@ class PCStable(Member):
 MEMBERS: dict[str, type[Member]] = {"fges": FGES, "pc-stable": PCStable}
 
 
-def member_from_spec(spec: dict[str, Any], time_limit: float | None = None) -> Member:
-    """Build a member from `{"method": "fges", "penalty": 2, ...}` (config files, CLI)."""
+def member_from_spec(spec: dict[str, Any], time_limit: float | None = None, threads: int = 1) -> Member:
+    """Build a member from `{"method": "fges", "penalty": 2, ...}` (config files, CLI); `threads`
+    goes to members that can use them."""
     spec = dict(spec)
     method = str(spec.pop("method", ""))
     if method not in MEMBERS:
@@ -194,4 +197,4 @@ def member_from_spec(spec: dict[str, Any], time_limit: float | None = None) -> M
     if unknown:
         raise PsleError(f"{method}: unknown parameter(s) {', '.join(unknown)}; "
                         f"known: {', '.join(cls.param_names())}")
-    return cls(**spec, time_limit=time_limit)
+    return cls(**spec, time_limit=time_limit, **({"threads": threads} if cls.multithreaded else {}))

@@ -66,13 +66,14 @@ class PEF:
 
         start = time.perf_counter()
         tasks, where = [], []
+        threads = executor.task_threads(len(clusters) * len(self.members))
         # Largest clusters first: a big cluster started last would run alone while the other workers idle.
         for c in sorted(range(len(clusters)), key=lambda c: -len(clusters[c])):
             idx = clusters[c]
             cov = executor.scatter(covariance(x[:, idx]), broadcast=False)  # shared by the cluster's members
             names = tuple(variables[i] for i in idx)
             for k, spec in enumerate(self.members):
-                tasks.append((spec, cov, n, names, self.time_limit))
+                tasks.append((spec, cov, n, names, self.time_limit, threads))
                 where.append((c, k))
         runs: list[list[MemberRun | None]] = [[None] * len(self.members) for _ in clusters]
         per_cluster_left = [len(self.members)] * len(clusters)
