@@ -74,7 +74,7 @@ def _announce(executor: SerialExecutor) -> None:
         print(f"psle: dask dashboard at {executor.dashboard}", file=sys.stderr)
 
 
-def _learner(args: argparse.Namespace, executor):
+def _learner(args: argparse.Namespace):
     """The estimator a method name stands for, and a label for messages."""
     from dataclasses import fields, replace
 
@@ -100,7 +100,7 @@ def _learner(args: argparse.Namespace, executor):
         members = [{"method": args.method[2:], **params}]
         label = f"{args.method} ({member_from_spec(members[0])!r})"
     if args.method == "sle":
-        sle = SLE(members, args.time_limit, executor)
+        sle = SLE(members, args.time_limit)
         sle.validate()
         return sle, label
     partition, fusion = PartitionConfig(), FusionConfig()
@@ -113,7 +113,7 @@ def _learner(args: argparse.Namespace, executor):
             partition = replace(partition, **{name: value})
         else:
             fusion = replace(fusion, **{name: value})
-    pef = PEF(members, args.time_limit, partition, fusion, executor)
+    pef = PEF(members, args.time_limit, partition, fusion)
     pef.validate()
     return pef, label
 
@@ -127,7 +127,7 @@ def _learn(args: argparse.Namespace) -> None:
     from hpc.parallel import DaskExecutor, SerialExecutor
 
     check_writable(args.output)
-    learner, label = _learner(args, None)
+    learner, label = _learner(args)
     check_runtime()
     x, variables = read_data(args.data)
     check_learnable(x, variables, str(args.data))
