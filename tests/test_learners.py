@@ -1,6 +1,8 @@
 """fGES and PC-Stable members against direct Tetrad calls, hand truths and real process kills."""
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -136,6 +138,40 @@ def test_time_limit_stops_the_search_and_leaves_no_jvm():
     small = benchmark_problem(30, 0, 200, network="asia")
     assert FGES(worker=worker).fit(small.data, small.variables).status_ == "ok"
     worker.kill()
+
+
+def test_a_killed_caller_takes_its_busy_jvm_worker_down(tmp_path):
+    # The caller starts a long fGES search in its worker, then is SIGKILLed (no atexit, no close):
+    # the worker must not keep searching for nobody.
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "import sys, threading\n"
+        "from hpc.data.generate import benchmark_problem\n"
+        "from hpc.learners.bic import covariance\n"
+        "from hpc.learners.worker import TetradWorker\n"
+        "p = benchmark_problem(500, 1, 1000, network='alarm')\n"
+        "w = TetradWorker(); w.call('start_jvm', {})\n"
+        "print(w.pid, flush=True)\n"
+        "w.call('run_fges', dict(cov=covariance(p.data), n=1000, penalty=1.0, max_degree=1000, faithfulness=False))\n")
+    caller = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    pid = int(caller.stdout.readline())
+    time.sleep(3)  # the search is under way
+    assert running(pid)
+    caller.kill()
+    caller.wait()
+    deadline = time.monotonic() + 10
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not running(pid)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit status may wait for a reaper that never comes)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_java_exception_names_the_member_and_parameters():

@@ -17,11 +17,13 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from typing import Any, BinaryIO
 
 _HEADER = struct.Struct("<Q")
+PARENT_ENV = "PSLE_WORKER_PARENT"
 
 
 class WorkerTimeout(Exception):
@@ -64,7 +66,7 @@ class TetradWorker:
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._log = tempfile.TemporaryFile(mode="w+b")
-            env = dict(os.environ)
+            env = {**os.environ, PARENT_ENV: str(os.getpid())}
             if self.heap:
                 env["PSLE_JAVA_HEAP"] = self.heap
             self._proc = subprocess.Popen([sys.executable, "-m", "hpc.learners.worker"], stdin=subprocess.PIPE,
@@ -133,6 +135,15 @@ def default_worker() -> TetradWorker:
     return _default
 
 
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose caller was killed (not closed) would compute for nobody until its search ends,
+    hours at the time limits used: exit as soon as the parent is gone. Java calls release the GIL,
+    so this thread runs during a search."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def _serve() -> None:
     """Worker main loop: requests on stdin, results on the original stdout.
 
@@ -141,6 +152,8 @@ def _serve() -> None:
     """
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    if os.environ.get(PARENT_ENV, "").isdigit():
+        threading.Thread(target=_exit_with_parent, args=(int(os.environ[PARENT_ENV]),), daemon=True).start()
     from hpc.learners import pc, tetrad
 
     runners = {"start_jvm": tetrad.start_jvm, "run_fges": tetrad.run_fges, "run_pc": tetrad.run_pc,
