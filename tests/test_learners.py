@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -163,6 +164,16 @@ def test_a_killed_caller_takes_its_busy_jvm_worker_down(tmp_path):
     while running(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not running(pid)
+
+
+def test_members_fitted_from_concurrent_threads_get_their_own_results(alarm100):
+    # A dask worker started with several threads (`dask worker --nthreads 8`) runs members side by side
+    # in one process: each must get its own graph, as when run one at a time.
+    members = [FGES(penalty=2), PCStable(alpha=0.01), FGES(penalty=8), PCStable(alpha=0.1, engine="numpy")]
+    alone = [m.fit(alarm100.data, alarm100.variables).graph_ for m in members]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda m: m.fit(alarm100.data, alarm100.variables).graph_, members))
+    assert together == alone
 
 
 def running(pid: int) -> bool:

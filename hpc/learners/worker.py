@@ -123,16 +123,17 @@ class TetradWorker:
     close = kill
 
 
-_default: TetradWorker | None = None
+_local = threading.local()
 
 
 def default_worker() -> TetradWorker:
-    """One worker per calling process, started on first use and killed at exit."""
-    global _default
-    if _default is None:
-        _default = TetradWorker()
-        atexit.register(_default.kill)
-    return _default
+    """One worker per calling thread, started on first use and killed at exit: a dask worker with
+    several threads runs several members at once, and one pipe cannot carry two conversations."""
+    worker = getattr(_local, "worker", None)
+    if worker is None:
+        worker = _local.worker = TetradWorker()
+        atexit.register(worker.kill)
+    return worker
 
 
 def _exit_with_parent(parent: int) -> None:
