@@ -86,6 +86,8 @@ def _learner(args: argparse.Namespace):
     from hpc.pef.partition import PartitionConfig
 
     params = _parse_params(args.param)
+    if args.wall_limit is not None and not args.method.startswith("p-"):
+        raise PsleError(f"--wall-limit applies to the PEF methods (p-*), not {args.method}; use --time-limit")
     if args.method in ("fges", "pc-stable"):
         # A plain learner runs alone in this process: a multithreaded one may use every allocated CPU.
         member = member_from_spec({"method": args.method, **params}, args.time_limit, allocated_cpus())
@@ -113,7 +115,7 @@ def _learner(args: argparse.Namespace):
             partition = replace(partition, **{name: value})
         else:
             fusion = replace(fusion, **{name: value})
-    pef = PEF(members, args.time_limit, partition, fusion)
+    pef = PEF(members, args.time_limit, partition, fusion, wall_limit=args.wall_limit)
     pef.validate()
     return pef, label
 
@@ -142,6 +144,8 @@ def _learn(args: argparse.Namespace) -> None:
     if isinstance(learner, Member) and learner.status_ != "ok":
         raise PsleError(f"{label} {learner.status_} after {learner.seconds_:.1f} s (--time-limit "
                         f"{args.time_limit:g}); nothing written")
+    if learner.graph_ is None:
+        raise PsleError(f"{label} timed out after {seconds:.1f} s (--wall-limit {args.wall_limit:g}); nothing written")
     meta = {"method": args.method, **learner.result_meta(), "data": str(args.data),
             "total_seconds": round(seconds, 3), "tetrad_version": TETRAD_VERSION}
     write_graph(args.output, learner.graph_, meta)
@@ -264,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="PEF settings: large_fraction, min_large, alpha1, alpha2, prescreen_alpha, penalty")
     learn.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
+    learn.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+                       help="for the whole p-* run: clusters still running are cut and nothing is written")
     learn.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
     learn.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
     learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")

@@ -87,8 +87,11 @@ class DaskExecutor(SerialExecutor):
         from dask.distributed import as_completed
 
         futures = {self.client.submit(fn, *args, pure=False): k for k, args in enumerate(tasks)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:  # a caller that stops early (a wall limit, an error) leaves no tasks queued behind it
+            self.client.cancel(list(futures))
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand."""

@@ -15,7 +15,7 @@ import pandas as pd
 from hpc.errors import PsleError
 
 COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "seconds", "peak_mb", "time_limit",
-           "f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent", "clusters",
+           "wall_limit", "f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent", "clusters",
            "largest_cluster"]
 REQUIRED = ("method", "network", "seed", "status")
 

@@ -173,6 +173,13 @@ def test_learn_timeout_writes_nothing(tmp_path):
     run = psle("learn", str(big), "--method", "fges", "--time-limit", "1", "-o", str(out))
     assert_one_line_failure(run, "timed out", "nothing written")
     assert not out.exists()
+    # The whole-run limit of a PEF method: its clusters alone take ~10 s here.
+    run = psle("learn", str(big), "--method", "p-fges", "--param", "penalty=1", "--wall-limit", "2", "--serial",
+               "-o", str(out))
+    assert_one_line_failure(run, "timed out", "--wall-limit 2", "nothing written")
+    assert not out.exists()
+    run = psle("learn", str(big), "--method", "fges", "--wall-limit", "2", "-o", str(out))
+    assert_one_line_failure(run, "--wall-limit applies to the PEF methods")
 
 
 @pytest.mark.parametrize("text, fragment", [

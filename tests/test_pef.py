@@ -1,6 +1,7 @@
 """PEF's steps on planted problems whose answers are known, plus agreement with scipy."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -8,13 +9,14 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 from scipy.stats import norm
 
-from hpc.data.generate import random_sem, sample
+from hpc.data.generate import benchmark_problem, random_sem, sample
+from hpc.learners.ensemble import remaining
 from hpc.graphs.pdag import PDAG
 from hpc.parallel import DaskExecutor, SerialExecutor
 from hpc.pef.fusion import FusionConfig, fisher_z_pvalues, fuse, partial_correlations, screen_block
 from hpc.pef.partition import (PartitionConfig, average_linkage, cut, distance_matrix, large_cluster_counts,
                                merge_small, partition, standardize)
-from hpc.pef.pipeline import PEF
+from hpc.pef.pipeline import PEF, WallLimitHit, screener
 
 
 def scipy_linkage(x):
@@ -192,3 +194,36 @@ def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     meta = parallel.result_meta()
     assert [c["size"] for c in meta["clusters"]] == [len(c) for c in parallel.clusters_]
     assert meta["fusion"]["pairs_screened"] == 900 and meta["seconds"]["total"] > 0
+
+
+def test_a_members_limit_is_cut_to_what_is_left_of_the_runs_wall_limit():
+    now = time.time()
+    assert remaining(None, None) is None and remaining(10.0, None) == 10.0
+    assert remaining(10.0, now + 100) == 10.0
+    assert 4 < remaining(10.0, now + 5) <= 5 and 4 < remaining(None, now + 5) <= 5
+    assert remaining(10.0, now - 1) < 0
+
+
+def test_wall_limit_cuts_the_running_cluster_and_skips_the_rest():
+    problem = benchmark_problem(500, 1, 1000, network="alarm")  # its clusters take ~10 s with penalty 1
+    start = time.monotonic()
+    pef = PEF([{"method": "fges", "penalty": 1}], wall_limit=2, progress=False).fit(problem.data, problem.variables)
+    elapsed = time.monotonic() - start
+    assert pef.status_ == "timed out" and pef.graph_ is None and pef.dag_ is None
+    assert elapsed < 2 + 3
+    runs = [r for cluster in pef.cluster_runs_ for r in cluster]
+    # Serially: runs finish until one is cut at the limit; the rest never start.
+    assert {r.status for r in runs} <= {"ok", "timed out"} and sum(r.seconds for r in runs) < 2 + 1
+    skipped = [r for r in runs if r.error == "the run's wall limit passed before it started"]
+    assert 0 < len(skipped) < len(runs) and all(r.status == "timed out" and r.seconds == 0 for r in skipped)
+    assert pef.result_meta()["fusion"] is None
+
+
+def test_fusion_screen_stops_once_the_wall_limit_has_passed():
+    rng = np.random.default_rng(0)
+    z = standardize(rng.normal(size=(200, 6)), np.float64)
+    blocks = [(np.arange(3), np.arange(3, 6))]
+    parents = {v: np.empty(0, dtype=np.int64) for v in range(6)}
+    assert len(list(screener(SerialExecutor(), time.time() + 60)(z, blocks, parents, 200, FusionConfig()))) == 1
+    with pytest.raises(WallLimitHit):
+        list(screener(SerialExecutor(), time.time() - 1)(z, blocks, parents, 200, FusionConfig()))

@@ -21,7 +21,7 @@ from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
-from hpc.learners.members import OK, LearnerError, member_from_spec
+from hpc.learners.members import OK, TIMED_OUT, LearnerError, member_from_spec
 
 
 @dataclass
@@ -41,10 +41,25 @@ class MemberRun:
                 **({"error": self.error} if self.error else {})}
 
 
+def remaining(time_limit: float | None, deadline: float | None) -> float | None:
+    """The member's own limit cut to what is left before the whole run's `deadline`.
+
+    The deadline is wall-clock (`time.time()`), not a duration, so it means the same on every
+    worker whenever the task happens to start.
+    """
+    if deadline is None:
+        return time_limit
+    left = deadline - time.time()
+    return left if time_limit is None else min(time_limit, left)
+
+
 def run_member(spec: dict[str, Any], cov: np.ndarray, n: int, variables: tuple[str, ...],
-               time_limit: float | None = None, threads: int = 1) -> MemberRun:
+               time_limit: float | None = None, threads: int = 1, deadline: float | None = None) -> MemberRun:
+    limit = remaining(time_limit, deadline)
+    if limit is not None and limit <= 0:
+        return MemberRun(dict(spec), TIMED_OUT, None, None, None, 0.0, "the run's wall limit passed before it started")
     start = time.perf_counter()
-    member = member_from_spec(spec, time_limit, threads)
+    member = member_from_spec(spec, limit, threads)
     try:
         member.fit_covariance(cov, n, variables)
     except LearnerError as exc:
