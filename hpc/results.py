@@ -16,7 +16,7 @@ from hpc.errors import PsleError
 
 COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "seconds", "peak_mb", "time_limit",
            "wall_limit", "f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent", "clusters",
-           "largest_cluster"]
+           "largest_cluster", "clusters_finished"]
 REQUIRED = ("method", "network", "seed", "status")
 
 

@@ -92,6 +92,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     if isinstance(learner, PEF):
         row["clusters"] = len(learner.clusters_)
         row["largest_cluster"] = max(len(c) for c in learner.clusters_)
+        row["clusters_finished"] = sum(w is not None for w in learner.winners_)  # how far a timed-out run got
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
         # The learner's own account (per-cluster winners and seconds, fusion statistics) travels with the graph.
