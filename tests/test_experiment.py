@@ -26,3 +26,17 @@ def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(
     assert 2 <= row["seconds"] < 2 + 5
     assert row["clusters_finished"] < row["clusters"] and "f1_adjacent" not in row
     assert sorted(p.name for p in folder.iterdir()) == ["seed1.json"]  # no graph for a run that did not finish
+
+
+def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
+    from omegaconf import OmegaConf
+
+    from hpc.launch.tasks import build_learner
+
+    method = OmegaConf.create({"name": "fges", "pef": False, "members": [{"method": "fges"}]})
+    assert build_learner(method, 60, None, wall_limit=10).time_limit == 10
+    assert build_learner(method, 60, None, wall_limit=None).time_limit == 60
+    assert build_learner(method, None, None, wall_limit=None).time_limit is None
+    pef = build_learner(OmegaConf.create({"name": "p-fges", "pef": True, "members": [{"method": "fges"}]}),
+                        60, None, wall_limit=10)
+    assert (pef.time_limit, pef.wall_limit) == (60, 10)

@@ -57,8 +57,9 @@ def build_learner(method: Any, time_limit: float | None, executor: Any, progress
     members = load_sle(method.sle)[1] if method.get("sle") else [dict(m) for m in method.members]
     if method.pef:
         return PEF(members, time_limit, executor=executor, progress=progress, wall_limit=wall_limit)
-    if len(members) == 1:
-        return member_from_spec(members[0], time_limit, allocated_cpus())  # runs alone, in this process
+    if len(members) == 1:  # runs alone, in this process: its run is the whole run, so both limits apply
+        limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)
+        return member_from_spec(members[0], limit, allocated_cpus())
     return SLE(members, time_limit, executor)
 
 
