@@ -90,10 +90,12 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
 @pytest.mark.parametrize("override, message", [
     ("hydra.launcher.partition=nope", "no such SLURM partition"),
     ("hydra.launcher.mem_gb=0", "mem_gb=0: must be positive"),
+    # 2 h per run cannot fit a 1 h job: every task would be killed and requeued, never recorded as timed out.
+    (("time_limit=7200", "hydra.launcher.timeout_min=60"), "raise timeout_min to at least 130"),
 ])
 def test_wrong_launcher_settings_fail_before_submission(tmp_path, override, message):
     before = sacct_jobs()
-    run = experiment(tmp_path, "method=p-fges", "dataset.nodes=40", override)
+    run = experiment(tmp_path, "method=p-fges", "dataset.nodes=40", *([override] if isinstance(override, str) else override))
     assert run.returncode == 2
     errors = [ln for ln in run.stderr.splitlines() if ln.startswith("psle-experiment: error:")]
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in run.stderr

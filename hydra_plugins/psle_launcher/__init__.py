@@ -24,7 +24,8 @@ class CheckedSlurmLauncher(SlurmLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
         image = OmegaConf.select(self.config, "executor.container") if self.config is not None else None
         try:
-            check_slurm_launcher(self.params)
+            learn = self.config is not None and OmegaConf.select(self.config, "task") == "learn"
+            check_slurm_launcher(self.params, OmegaConf.select(self.config, "wall_limit") if learn else None)
             if image and not Path(image).is_file():
                 raise PsleError(f"executor.container={image}: no such image (build it with scripts/build_container.sh)")
         except PsleError as exc:  # Hydra would print a traceback; a settings error is one line
