@@ -10,6 +10,7 @@ from scipy.spatial.distance import squareform
 from scipy.stats import norm
 
 from hpc.data.generate import benchmark_problem, random_sem, sample
+from hpc.errors import PsleError
 from hpc.learners.ensemble import remaining
 from hpc.graphs.pdag import PDAG
 from hpc.parallel import DaskExecutor, SerialExecutor
@@ -202,6 +203,12 @@ def test_a_members_limit_is_cut_to_what_is_left_of_the_runs_wall_limit():
     assert remaining(10.0, now + 100) == 10.0
     assert 4 < remaining(10.0, now + 5) <= 5 and 4 < remaining(None, now + 5) <= 5
     assert remaining(10.0, now - 1) < 0
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+def test_a_wall_limit_must_be_positive(limit):
+    with pytest.raises(PsleError, match=f"wall limit must be positive, got {limit}"):
+        PEF([{"method": "fges"}], wall_limit=limit).validate()
 
 
 def test_wall_limit_cuts_the_running_cluster_and_skips_the_rest():
