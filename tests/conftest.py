@@ -1,13 +1,24 @@
-"""Shared helpers: small graphs written by hand, and a reference CPDAG built the slow way."""
+"""Shared helpers: small graphs written by hand, a reference CPDAG built the slow way, psle-experiment."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hpc.graphs.pdag import PDAG
+
+
+def psle_experiment(results: Path, *overrides: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run `psle-experiment` with its results (and Hydra's files) under `results`."""
+    env = {**os.environ, "PSLE_RESULTS": str(results)}
+    return subprocess.run([str(Path(sys.executable).parent / "psle-experiment"), *overrides],
+                          capture_output=True, text=True, cwd=results, env=env, timeout=timeout)
 
 
 def dag(variables: str, edges: str) -> PDAG:

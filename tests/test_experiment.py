@@ -1,24 +1,14 @@
 """psle-experiment run locally: what one task writes when it finishes and when it hits its limit."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-BIN = Path(sys.executable).parent
-
-
-def experiment(tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PSLE_RESULTS": str(tmp)}
-    return subprocess.run([str(BIN / "psle-experiment"), "progress=false", "executor.workers=1", *overrides],
-                          capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
+from tests.conftest import psle_experiment
 
 
 def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(tmp_path):
     # P/fGES (penalty 1) on Alarm-500 needs ~10 s of cluster runs; 2 s of wall limit cuts it.
-    run = experiment(tmp_path, "method=p-fges", "dataset.network=alarm", "dataset.nodes=500", "seed=1",
-                     "time_limit=60", "wall_limit=2")
+    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset.network=alarm",
+                          "dataset.nodes=500", "seed=1", "time_limit=60", "wall_limit=2", timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     folder = tmp_path / "default" / "p-fges" / "alarm-500"
     row = json.loads((folder / "seed1.json").read_text())

@@ -14,6 +14,8 @@ import h5py
 import pytest
 import yaml
 
+from tests.conftest import psle_experiment
+
 pytestmark = pytest.mark.slurm
 BIN = Path(sys.executable).parent
 TRAIN = ["--problems", "6", "--max-nodes", "40", "--k", "2", "--trials", "8"]
@@ -47,9 +49,7 @@ def jobs_since(before: set[str], wanted: int = 1, timeout: float = 60) -> set[st
 
 
 def experiment(tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PSLE_RESULTS": str(tmp)}
-    return subprocess.run([str(BIN / "psle-experiment"), "-m", "hydra/launcher=submitit_slurm", *overrides],
-                          capture_output=True, text=True, cwd=tmp, env=env, timeout=900)
+    return psle_experiment(tmp, "-m", "hydra/launcher=submitit_slurm", *overrides)
 
 
 SWEEP = ["method=p-fges,p-pc-stable", "dataset.network=asia,child", "dataset.nodes=40", "seed=0,1",
@@ -87,15 +87,15 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     assert len(jobs_since(before)) == 1  # the resubmission is again a single array job
 
 
-@pytest.mark.parametrize("override, message", [
-    ("hydra.launcher.partition=nope", "no such SLURM partition"),
-    ("hydra.launcher.mem_gb=0", "mem_gb=0: must be positive"),
+@pytest.mark.parametrize("overrides, message", [
+    (["hydra.launcher.partition=nope"], "no such SLURM partition"),
+    (["hydra.launcher.mem_gb=0"], "mem_gb=0: must be positive"),
     # 2 h per run cannot fit a 1 h job: every task would be killed and requeued, never recorded as timed out.
-    (("time_limit=7200", "hydra.launcher.timeout_min=60"), "raise timeout_min to at least 130"),
+    (["time_limit=7200", "hydra.launcher.timeout_min=60"], "raise timeout_min to at least 130"),
 ])
-def test_wrong_launcher_settings_fail_before_submission(tmp_path, override, message):
+def test_wrong_launcher_settings_fail_before_submission(tmp_path, overrides, message):
     before = sacct_jobs()
-    run = experiment(tmp_path, "method=p-fges", "dataset.nodes=40", *([override] if isinstance(override, str) else override))
+    run = experiment(tmp_path, "method=p-fges", "dataset.nodes=40", *overrides)
     assert run.returncode == 2
     errors = [ln for ln in run.stderr.splitlines() if ln.startswith("psle-experiment: error:")]
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in run.stderr
