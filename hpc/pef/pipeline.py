@@ -136,16 +136,17 @@ class PEF:
         self.dag_ = self.graph_ = self.fusion_stats_ = None
 
         start = time.perf_counter()
-        try:
-            if expired:
-                raise WallLimitHit
-            z = standardize(x, np.float64)
-            dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline), progress=show)
-        except WallLimitHit:
+        if not expired:
+            try:
+                z = standardize(x, np.float64)
+                dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline),
+                                  progress=show)
+                self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
+            except WallLimitHit:
+                expired = True
+        if expired:
             self.status_ = TIMED_OUT
             show.note(f"wall limit of {self.wall_limit:g} s reached: no graph")
-        else:
-            self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
         seconds["fusion"] = time.perf_counter() - start
         self.seconds_ = {**seconds, "total": sum(seconds.values())}
         return self
