@@ -86,8 +86,8 @@ def _learner(args: argparse.Namespace):
     from hpc.pef.partition import PartitionConfig
 
     params = _parse_params(args.param)
-    if args.wall_limit is not None and not args.method.startswith("p-"):
-        raise PsleError(f"--wall-limit applies to the PEF methods (p-*), not {args.method}; use --time-limit")
+    if args.wall_limit is not None and args.method in ("fges", "pc-stable"):
+        raise PsleError(f"--wall-limit applies to ensembles and PEF methods, not {args.method} (one run: use --time-limit)")
     if args.method in ("fges", "pc-stable"):
         # A plain learner runs alone in this process: a multithreaded one may use every allocated CPU.
         member = member_from_spec({"method": args.method, **params}, args.time_limit, allocated_cpus())
@@ -102,7 +102,7 @@ def _learner(args: argparse.Namespace):
         members = [{"method": args.method[2:], **params}]
         label = f"{args.method} ({member_from_spec(members[0])!r})"
     if args.method == "sle":
-        sle = SLE(members, args.time_limit)
+        sle = SLE(members, args.time_limit, wall_limit=args.wall_limit)
         sle.validate()
         return sle, label
     partition, fusion = PartitionConfig(), FusionConfig()
@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
     learn.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
-                       help="for the whole p-* run: clusters still running are cut and nothing is written")
+                       help="for the whole sle / p-* run: member runs still going are cut and nothing is written")
     learn.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
     learn.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
     learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")

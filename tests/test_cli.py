@@ -178,8 +178,14 @@ def test_learn_timeout_writes_nothing(tmp_path):
                "-o", str(out))
     assert_one_line_failure(run, "timed out", "--wall-limit 2", "nothing written")
     assert not out.exists()
+    slow = tmp_path / "slow.yaml"
+    slow.write_text("members: [{method: fges, penalty: 1}, {method: fges, penalty: 1.5}]\n")
+    run = psle("learn", str(big), "--method", "sle", "--sle", str(slow), "--wall-limit", "2", "--serial",
+               "-o", str(out))
+    assert_one_line_failure(run, "timed out", "--wall-limit 2", "nothing written")
+    assert not out.exists()
     run = psle("learn", str(big), "--method", "fges", "--wall-limit", "2", "-o", str(out))
-    assert_one_line_failure(run, "--wall-limit applies to the PEF methods")
+    assert_one_line_failure(run, "--wall-limit applies to ensembles and PEF methods, not fges")
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -1,5 +1,7 @@
 """The SLE: best BIC wins, failing members are skipped, shipped ensembles are the paper's."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -23,7 +25,24 @@ def test_the_member_with_the_best_bic_wins(child):
     if sle.winner_ < 3:
         assert sle.graph_ == alone[sle.winner_].graph_
     meta = sle.result_meta()
-    assert meta["winner"] == sle.winner_ and len(meta["runs"]) == 4
+    assert meta["winner"] == sle.winner_ and len(meta["runs"]) == 4 and sle.status_ == "ok"
+
+
+def test_a_wall_limit_cuts_the_running_member_skips_the_rest_and_leaves_no_graph():
+    problem = benchmark_problem(500, 1, 1000, network="alarm")  # fGES with penalty 1 takes ~10 s here
+    specs = [{"method": "fges", "penalty": 1}, {"method": "fges", "penalty": 1.5}, {"method": "fges", "penalty": 2}]
+    start = time.monotonic()
+    sle = SLE(specs, wall_limit=2).fit(problem.data, problem.variables)
+    assert time.monotonic() - start < 2 + 3
+    assert sle.status_ == "timed out" and sle.graph_ is None and sle.winner_ is None
+    assert [r.status for r in sle.runs_] == ["timed out"] * 3
+    assert [r.error for r in sle.runs_[1:]] == ["the run's wall limit passed before it started"] * 2
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+def test_an_ensembles_wall_limit_must_be_positive(limit):
+    with pytest.raises(PsleError, match=f"SLE: wall limit must be positive, got {limit}"):
+        SLE([{"method": "fges"}], wall_limit=limit).validate()
 
 
 def tiny_data():

@@ -60,14 +60,13 @@ def build_learner(method: Any, time_limit: float | None, executor: Any, progress
     if len(members) == 1:  # runs alone, in this process: its run is the whole run, so both limits apply
         limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)
         return member_from_spec(members[0], limit, allocated_cpus())
-    return SLE(members, time_limit, executor)
+    return SLE(members, time_limit, executor, wall_limit=wall_limit)
 
 
 def learn_task(cfg: Any) -> dict[str, Any]:
     from hpc.graphs.io import write_json
     from hpc.graphs.metrics import evaluate
     from hpc.launch.executors import make_executor
-    from hpc.learners.members import Member
     from hpc.pef.pipeline import PEF
     from hpc.resources import PeakMemory
 
@@ -82,8 +81,8 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True), cfg.get("wall_limit"))
         learner.fit(x, variables)
         seconds = time.perf_counter() - start
-    # A PEF run over its wall limit, or with a cluster that got no result, is not the method's answer.
-    status = learner.status_ if isinstance(learner, (Member, PEF)) else "ok"
+    # A run over its wall limit, or a PEF run with a cluster that got no result, is not the method's answer.
+    status = learner.status_
     row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": cfg.method.name,
                            "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
                            "edges": None if truth is None else len(truth.directed),

@@ -87,6 +87,11 @@ def choose(runs: list[MemberRun], variables: tuple[str, ...], where: str = "") -
     return PDAG(variables, runs[k].directed, runs[k].undirected), k
 
 
+def check_wall_limit(wall_limit: float | None, who: str) -> None:
+    if wall_limit is not None and not wall_limit > 0:
+        raise PsleError(f"{who}: wall limit must be positive, got {wall_limit!r}")
+
+
 def check_members(members: list[dict[str, Any]], time_limit: float | None, empty: str) -> None:
     """Check every member spec before any learner starts, so a typo fails in one line, not hours in."""
     if not members:
@@ -96,15 +101,23 @@ def check_members(members: list[dict[str, Any]], time_limit: float | None, empty
 
 
 class SLE:
-    """An ensemble of member specs (`{"method": "fges", "penalty": 2, ...}`) chosen between by BIC."""
+    """An ensemble of member specs (`{"method": "fges", "penalty": 2, ...}`) chosen between by BIC.
 
-    def __init__(self, members: list[dict[str, Any]], time_limit: float | None = None, executor=None):
+    `time_limit` bounds each member run; `wall_limit` the whole fit, as in PEF: members still
+    running are cut at it, the rest never start, and the fit ends with `status_` "timed out" and
+    no graph (the best of the members that happened to finish is not the ensemble's answer).
+    """
+
+    def __init__(self, members: list[dict[str, Any]], time_limit: float | None = None, executor=None,
+                 wall_limit: float | None = None):
         self.members = members
         self.time_limit = time_limit
         self.executor = executor
+        self.wall_limit = wall_limit
 
     def validate(self) -> None:
         check_members(self.members, self.time_limit, "an ensemble needs at least one member")
+        check_wall_limit(self.wall_limit, "SLE")
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> SLE:
         x, variables = as_learnable(x, variables)
@@ -116,15 +129,21 @@ class SLE:
         self.validate()
         executor = self.executor or SerialExecutor()
         start = time.perf_counter()
+        deadline = None if self.wall_limit is None else time.time() + self.wall_limit
         shared = executor.scatter(cov, broadcast=False)  # one copy for all members
         threads = executor.task_threads(len(self.members))
-        tasks = [(spec, shared, n, tuple(variables), self.time_limit, threads) for spec in self.members]
+        tasks = [(spec, shared, n, tuple(variables), self.time_limit, threads, deadline) for spec in self.members]
         runs: list[MemberRun | None] = [None] * len(tasks)
         for k, run in executor.run(run_member, tasks):
             runs[k] = run
         self.runs_ = runs
-        self.graph_, self.winner_ = choose(runs, tuple(variables))
-        self.bic_ = runs[self.winner_].bic
+        self.graph_ = self.winner_ = self.bic_ = None
+        if deadline is not None and time.time() > deadline:
+            self.status_ = TIMED_OUT
+        else:
+            self.graph_, self.winner_ = choose(runs, tuple(variables))
+            self.bic_ = runs[self.winner_].bic
+            self.status_ = OK
         self.seconds_ = time.perf_counter() - start
         return self
 

@@ -13,12 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from hpc.data.tabular import as_learnable
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
-from hpc.data.tabular import as_learnable
-from hpc.errors import PsleError
-from hpc.learners.ensemble import MemberRun, best_run, check_members, run_member
+from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, run_member
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.parallel import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
@@ -74,8 +73,7 @@ class PEF:
 
     def validate(self) -> None:
         check_members(self.members, self.time_limit, "PEF needs at least one member learner")
-        if self.wall_limit is not None and not self.wall_limit > 0:
-            raise PsleError(f"PEF: wall limit must be positive, got {self.wall_limit!r}")
+        check_wall_limit(self.wall_limit, "PEF")
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
         self.validate()
