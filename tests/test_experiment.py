@@ -30,3 +30,6 @@ def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
     pef = build_learner(OmegaConf.create({"name": "p-fges", "pef": True, "members": [{"method": "fges"}]}),
                         60, None, wall_limit=10)
     assert (pef.time_limit, pef.wall_limit) == (60, 10)
+    sle = build_learner(OmegaConf.create({"name": "sle", "pef": False, "members": [{"method": "fges"}] * 2}),
+                        60, None, wall_limit=10)
+    assert (sle.time_limit, sle.wall_limit) == (60, 10)
