@@ -68,12 +68,6 @@ def _parse_params(items: list[str]) -> dict[str, object]:
 METHODS = ("p-sle", "sle", "p-fges", "p-pc-stable", "fges", "pc-stable")
 
 
-def _announce(executor: SerialExecutor) -> None:
-    """Point long runs at the dask dashboard (per-worker load, task stream, memory)."""
-    if getattr(executor, "dashboard", None):
-        print(f"psle: dask dashboard at {executor.dashboard}", file=sys.stderr)
-
-
 def _learner(args: argparse.Namespace):
     """The estimator a method name stands for, and a label for messages."""
     from dataclasses import fields, replace
@@ -126,7 +120,7 @@ def _learn(args: argparse.Namespace) -> None:
     from hpc.graphs.io import write_graph
     from hpc.learners.members import Member, check_runtime
     from hpc.learners.runtime import TETRAD_VERSION
-    from hpc.parallel import DaskExecutor, SerialExecutor
+    from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
 
     check_writable(args.output)
     learner, label = _learner(args)
@@ -137,7 +131,7 @@ def _learn(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     parallel = not isinstance(learner, Member) and not args.serial
     with (DaskExecutor(args.scheduler, args.workers) if parallel else SerialExecutor()) as executor:
-        _announce(executor)
+        announce_dashboard(executor)
         learner.executor = executor
         learner.fit(x, variables)
     seconds = time.perf_counter() - start
@@ -159,7 +153,7 @@ def _train(args: argparse.Namespace) -> None:
     from hpc.autosle.train import TrainConfig, train
     from hpc.autosle.training import TrainingConfig
     from hpc.learners.members import check_runtime
-    from hpc.parallel import DaskExecutor, SerialExecutor
+    from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
 
     check_writable(args.output)
     check_writable(args.checkpoint)
@@ -171,7 +165,7 @@ def _train(args: argparse.Namespace) -> None:
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training)
     with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
-        _announce(executor)
+        announce_dashboard(executor)
         result = train(config, args.checkpoint, executor)
     doc = {"name": Path(args.output).stem, "members": result.members,
            "training": {"rounds": result.rounds, "settings": config.settings()}}

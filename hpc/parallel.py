@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -109,3 +110,9 @@ class DaskExecutor(SerialExecutor):
                 self._cluster.close()
         finally:
             log.setLevel(level)
+
+
+def announce_dashboard(executor: SerialExecutor) -> None:
+    """Point long runs at the dask dashboard (per-worker load, task stream, memory)."""
+    if getattr(executor, "dashboard", None):
+        print(f"psle: dask dashboard at {executor.dashboard}", file=sys.stderr)

@@ -33,3 +33,18 @@ def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
     sle = build_learner(OmegaConf.create({"name": "sle", "pef": False, "members": [{"method": "fges"}] * 2}),
                         60, None, wall_limit=10)
     assert (sle.time_limit, sle.wall_limit) == (60, 10)
+
+
+def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress_not_dask_chatter(tmp_path):
+    run = psle_experiment(tmp_path, "executor.workers=1", "method=p-fges", "dataset.network=asia",
+                          "dataset.nodes=100", "seed=2", timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    folder = tmp_path / "default" / "p-fges" / "asia-100"
+    row = json.loads((folder / "seed2.json").read_text())
+    assert row["status"] == "ok" and row["clusters_finished"] == row["clusters"] and 0 < row["f1_adjacent"] <= 1
+    assert json.loads((folder / row["graph"]).read_text())["meta"]["seed"] == 2
+    lines = (run.stdout + run.stderr).splitlines()
+    assert any(line.startswith("psle: dask dashboard at http") for line in lines)
+    assert any(line.startswith("psle: estimation (clusters): ") for line in lines)
+    # Importing distributed resets its logger to INFO; scheduler chatter would bury the lines above.
+    assert not [line for line in lines if "][distributed." in line and "][INFO]" in line]

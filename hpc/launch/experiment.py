@@ -22,10 +22,21 @@ OmegaConf.register_new_resolver("psle.cwd", os.getcwd, replace=True)
 warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema with the same name")
 
 
+
+def quiet_dask() -> None:
+    """Importing distributed sets its logger to INFO over Hydra's job_logging, and scheduler and
+    worker chatter would drown the progress lines; dask's own setting is read at that import
+    (and passed on to the workers)."""
+    import dask
+
+    dask.config.set({"distributed.logging.distributed": "warning"})
+
+
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def main(cfg: DictConfig) -> dict:
     from hpc.launch.tasks import run_task
 
+    quiet_dask()
     return run_task(cfg)
 
 

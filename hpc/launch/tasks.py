@@ -67,6 +67,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     from hpc.graphs.io import write_json
     from hpc.graphs.metrics import evaluate
     from hpc.launch.executors import make_executor
+    from hpc.parallel import announce_dashboard
     from hpc.pef.pipeline import PEF
     from hpc.resources import PeakMemory
 
@@ -76,6 +77,8 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
     with make_executor(cfg.executor) as executor, PeakMemory() as memory:
+        if cfg.get("progress", True):
+            announce_dashboard(executor)
         # Timed from here: starting the dask cluster is set-up, not the method's work.
         start = time.perf_counter()
         learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True), cfg.get("wall_limit"))
