@@ -1,7 +1,11 @@
-"""psle-experiment run locally: what one task writes when it finishes and when it hits its limit."""
+"""psle-experiment run locally: what one task writes when it finishes, when it hits its limit, and when a setting is wrong."""
 
 import json
 
+import pytest
+
+from hpc.data.networks import network_names
+from hpc.errors import PsleError
 from tests.conftest import psle_experiment
 
 
@@ -48,3 +52,38 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     assert any(line.startswith("psle: estimation (clusters): ") for line in lines)
     # Importing distributed resets its logger to INFO; scheduler chatter would bury the lines above.
     assert not [line for line in lines if "][distributed." in line and "][INFO]" in line]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["dataset.network=nope"], "dataset.network=nope: unknown network; known: alarm, andes"),
+    (["dataset.nodes=0"], "dataset.nodes=0: must be a whole number of at least 1"),
+    (["dataset.samples=1.5"], "dataset.samples=1.5: must be a whole number of at least 2"),
+    (["seed=abc"], "seed=abc: must be a whole number of at least 0"),
+    (["time_limit=-1"], "time_limit=-1: must be a positive number of seconds"),
+    (["time_limit=60", "wall_limit=0"], "wall_limit=0: must be a positive number of seconds"),
+    (["dataset=file"], "dataset=file needs dataset.path=FILE"),
+    (["dataset=file", "dataset.path=/no/such.csv"], "dataset.path=/no/such.csv: no such file"),
+    (["method=fges", "+method.members.0.alpha=0.1"], "method=fges: fges: unknown parameter(s) alpha"),
+    (["method=p-pc-stable", "+method.members.0.alpha=2"], "method=p-pc-stable: pc-stable(alpha=2"),
+    (["task=tune"], "task=tune: must be learn or train"),
+])
+def test_a_tasks_settings_are_checked_before_it_runs(overrides, message):
+    from hydra import compose, initialize_config_dir
+
+    import hpc.launch.experiment  # noqa: F401  (registers the config's resolver)
+    from hpc.launch.preflight import check_task
+    from hpc.learners.ensemble import conf_dir
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        check_task(compose("config", overrides=["experiment=paper_table_1000"]))  # the real settings pass
+        with pytest.raises(PsleError) as caught:
+            check_task(compose("config", overrides=overrides))
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_bad_setting_is_one_line_and_nothing_is_written(tmp_path):
+    run = psle_experiment(tmp_path, "dataset.network=nope", timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"psle-experiment: error: dataset.network=nope: unknown network; known: {', '.join(network_names())}"]
+    assert [p.name for p in (tmp_path / "default").iterdir()] == [".hydra"]  # Hydra's own log of the attempt

@@ -92,6 +92,9 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     (["hydra.launcher.mem_gb=0"], "mem_gb=0: must be positive"),
     # 2 h per run cannot fit a 1 h job: every task would be killed and requeued, never recorded as timed out.
     (["time_limit=7200", "hydra.launcher.timeout_min=60"], "raise timeout_min to at least 130"),
+    # One bad task among good ones stops the whole sweep before any of it is submitted.
+    (["dataset.network=asia,nope", "seed=0,1"], "task [method=p-fges dataset.nodes=40 dataset.network=nope seed=0]: "
+                                                "dataset.network=nope: unknown network"),
 ])
 def test_wrong_launcher_settings_fail_before_submission(tmp_path, overrides, message):
     before = sacct_jobs()

@@ -34,22 +34,21 @@ def quiet_dask() -> None:
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def main(cfg: DictConfig) -> dict:
+    from hpc.errors import PsleError
+    from hpc.launch.preflight import check_task
     from hpc.launch.tasks import run_task
 
     quiet_dask()
-    return run_task(cfg)
-
-
-def entry() -> None:
-    """Console script: user errors (PsleError) as one line, like `psle`."""
-    from hpc.errors import PsleError
-
     try:
-        main()
+        check_task(cfg)
+        return run_task(cfg)
     except PsleError as exc:
+        if "SUBMITIT_EXECUTOR" in os.environ:  # a submitit job: the launcher reports it with the job's logs
+            raise
+        # Hydra would print a traceback; a user's mistake is one line.
         print(f"psle-experiment: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
-    entry()
+    main()

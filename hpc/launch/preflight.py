@@ -1,15 +1,20 @@
-"""Check SLURM launcher settings before anything is submitted.
+"""Check an experiment's settings before anything is written or submitted.
 
-Hydra turns exceptions in callbacks into warnings, so the check runs in a thin subclass of
-hydra-submitit-launcher's SlurmLauncher (hydra_plugins/psle_launcher, targeted by
+`check_task` reads one task's config (seed, limits, dataset, method) without loading data;
+every task runs it first, and the SLURM launcher runs it on every task of a sweep before
+submitting, so a typo in the 400th task of a sweep stops the sweep at once, in one line.
+Hydra turns exceptions in callbacks into warnings, so the launcher checks run in a thin
+subclass of hydra-submitit-launcher's SlurmLauncher (hydra_plugins/psle_launcher, targeted by
 conf/hydra/launcher/submitit_slurm.yaml): a wrong partition or a zero memory request stops
-the sweep with one clear line.
+the sweep with one clear line too.
 """
 
 from __future__ import annotations
 
+import numbers
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from hpc.errors import PsleError
@@ -43,3 +48,44 @@ def check_slurm_launcher(params: Any, wall_limit: float | None = None) -> None:
             known = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
             raise PsleError(f"hydra.launcher.partition={partition}: no such SLURM partition "
                             f"(known: {', '.join(p.rstrip('*') for p in known) or 'none'})")
+
+
+def _whole(value: Any, name: str, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise PsleError(f"{name}={value}: must be a whole number of at least {least}")
+
+
+def check_task(cfg: Any) -> None:
+    """Raise PsleError naming the first bad setting of one experiment task (`key=value: why`)."""
+    from omegaconf import OmegaConf
+
+    from hpc.data.generate import GRAPH_MODELS
+    from hpc.data.networks import network_names
+    from hpc.launch.tasks import build_learner
+
+    if cfg.task not in ("learn", "train"):
+        raise PsleError(f"task={cfg.task}: must be learn or train")
+    _whole(cfg.seed, "seed", 0)
+    for name in ("time_limit", "wall_limit"):
+        value = cfg.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0):
+            raise PsleError(f"{name}={value}: must be a positive number of seconds, or null for none")
+    if cfg.task == "train":
+        return
+    ds = cfg.dataset
+    if ds.kind == "file":
+        if OmegaConf.is_missing(ds, "path"):
+            raise PsleError("dataset=file needs dataset.path=FILE (a CSV or a problem .h5)")
+        if not Path(str(ds.path)).is_file():
+            raise PsleError(f"dataset.path={ds.path}: no such file")
+    elif ds.kind in ("bnlearn", *GRAPH_MODELS):
+        if ds.kind == "bnlearn" and ds.network not in network_names():
+            raise PsleError(f"dataset.network={ds.network}: unknown network; known: {', '.join(network_names())}")
+        _whole(ds.nodes, "dataset.nodes", 1)
+        _whole(ds.samples, "dataset.samples", 2)
+    else:
+        raise PsleError(f"dataset.kind={ds.kind}: must be bnlearn, file or one of {', '.join(GRAPH_MODELS)}")
+    try:
+        build_learner(cfg.method, cfg.time_limit, None, wall_limit=cfg.get("wall_limit")).validate()
+    except PsleError as exc:
+        raise PsleError(f"method={cfg.method.name}: {exc}") from None

@@ -15,17 +15,32 @@ from omegaconf import OmegaConf
 from hpc.errors import PsleError
 from hpc.launch.container import image_python
 from hpc.learners.ensemble import conf_dir
-from hpc.launch.preflight import check_slurm_launcher
+from hpc.launch.preflight import check_slurm_launcher, check_task
+
 
 class CheckedSlurmLauncher(SlurmLauncher):
-    """hydra-submitit-launcher's SlurmLauncher that validates its settings before submitting and,
+    """hydra-submitit-launcher's SlurmLauncher that validates its settings and every task's before submitting and,
     with `executor.container=IMAGE.sif`, runs every task inside that Apptainer image."""
+
+    def _check_tasks(self, job_overrides: Sequence[Sequence[str]]) -> None:
+        """Compose and check tasks as they will run, until every swept value has been seen in one: a
+        whole 500-task sweep costs ~25 compositions, not 500."""
+        seen: set[str] = set()
+        for overrides in job_overrides:
+            if seen.issuperset(overrides):
+                continue
+            seen.update(overrides)
+            try:
+                check_task(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
+            except PsleError as exc:
+                raise PsleError(f"task [{' '.join(overrides)}]: {exc}") from None
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
         image = OmegaConf.select(self.config, "executor.container") if self.config is not None else None
         try:
             learn = self.config is not None and OmegaConf.select(self.config, "task") == "learn"
             check_slurm_launcher(self.params, OmegaConf.select(self.config, "wall_limit") if learn else None)
+            self._check_tasks(job_overrides)
             if image and not Path(image).is_file():
                 raise PsleError(f"executor.container={image}: no such image (build it with scripts/build_container.sh)")
         except PsleError as exc:  # Hydra would print a traceback; a settings error is one line
