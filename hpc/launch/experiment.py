@@ -22,7 +22,6 @@ OmegaConf.register_new_resolver("psle.cwd", os.getcwd, replace=True)
 warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema with the same name")
 
 
-
 def quiet_dask() -> None:
     """Importing distributed sets its logger to INFO over Hydra's job_logging, and scheduler and
     worker chatter would drown the progress lines; dask's own setting is read at that import

@@ -1,8 +1,9 @@
 """Check an experiment's settings before anything is written or submitted.
 
 `check_task` reads one task's config (seed, limits, dataset, method) without loading data;
-every task runs it first, and the SLURM launcher runs it on every task of a sweep before
-submitting, so a typo in the 400th task of a sweep stops the sweep at once, in one line.
+every task runs it first, and the SLURM launcher runs it, before submitting, on as many of a
+sweep's tasks as it takes to see every swept value once, so a typo in the 400th task of a
+sweep stops the sweep at once, in one line.
 Hydra turns exceptions in callbacks into warnings, so the launcher checks run in a thin
 subclass of hydra-submitit-launcher's SlurmLauncher (hydra_plugins/psle_launcher, targeted by
 conf/hydra/launcher/submitit_slurm.yaml): a wrong partition or a zero memory request stops
