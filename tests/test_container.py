@@ -87,6 +87,7 @@ def test_sweep_with_container_starts_tasks_with_the_image_python(tmp_path, monke
 
     monkeypatch.setattr(submitit, "AutoExecutor", executor)
     monkeypatch.setattr(psle_launcher, "check_slurm_launcher", lambda params, wall_limit=None: None)
+    monkeypatch.setattr(psle_launcher.CheckedSlurmLauncher, "_check_tasks", lambda self, job_overrides: None)
     image = tmp_path / "psle.sif"
     image.touch()
     launcher = psle_launcher.CheckedSlurmLauncher(submitit_folder=str(tmp_path), max_num_timeout=3)
