@@ -8,6 +8,7 @@ spreadsheets, pandas and `psle report` all start from.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,15 +19,16 @@ COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "st
            "wall_limit", "f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent", "clusters",
            "largest_cluster", "clusters_finished"]
 REQUIRED = ("method", "network", "seed", "status")
+RESULT_NAME = re.compile(r"seed\d+\.json")  # not seed<k>.graph.json or seed<k>.runs.json
 
 
 def result_files(root: str | Path) -> list[Path]:
-    """Every task result under `root` (graphs and Hydra's own files excluded)."""
+    """Every task result under `root` (graphs, run accounts and Hydra's own files excluded)."""
     root = Path(root)
     if not root.is_dir():
         raise PsleError(f"{root}: no such results directory")
     return sorted(p for p in root.rglob("seed*.json")
-                  if not p.name.endswith(".graph.json") and ".hydra" not in p.parts and ".submitit" not in p.parts)
+                  if RESULT_NAME.fullmatch(p.name) and ".hydra" not in p.parts and ".submitit" not in p.parts)
 
 
 def read_result(path: Path) -> dict:

@@ -19,7 +19,16 @@ def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(
     assert row["status"] == "timed out" and row["time_limit"] == 60 and row["wall_limit"] == 2
     assert 2 <= row["seconds"] < 2 + 5
     assert row["clusters_finished"] < row["clusters"] and "f1_adjacent" not in row
-    assert sorted(p.name for p in folder.iterdir()) == ["seed1.json"]  # no graph for a run that did not finish
+    # No graph for a run that did not finish, but an account of how far each cluster's runs got.
+    assert sorted(p.name for p in folder.iterdir()) == ["seed1.json", "seed1.runs.json"]
+    assert row["runs"] == "seed1.runs.json"
+    account = json.loads((folder / "seed1.runs.json").read_text())
+    assert account["status"] == "timed out" and account["fusion"] is None and account["seed"] == 1
+    clusters = account["clusters"]
+    assert len(clusters) == row["clusters"] and max(c["size"] for c in clusters) == row["largest_cluster"]
+    assert sum(c["winner"] is not None for c in clusters) == row["clusters_finished"]
+    statuses = [r["status"] for c in clusters for r in c["runs"]]
+    assert statuses.count("ok") == row["clusters_finished"] and "timed out" in statuses
 
 
 def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():

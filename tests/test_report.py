@@ -22,6 +22,7 @@ def write(root: Path, method: str, network: str, nodes: int, seed: int, status: 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row))
     path.with_suffix(".graph.json").write_text("{}")  # graphs are not results
+    path.with_suffix(".runs.json").write_text("{}")  # nor are the accounts of runs without a graph
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """What one experiment task does: learn (and score) one method on one dataset and seed, or train.
 
 Results are files: `<results_dir>/<method>/<dataset>/seed<k>.json` (metrics and timings) and
-`seed<k>.graph.json` (the graph), both renamed into place when complete. A task whose result
+`seed<k>.graph.json` (the graph) or, for a run that ended without one, `seed<k>.runs.json` (how far
+it got), all renamed into place when complete. A task whose result
 already exists returns at once, so re-submitting a sweep only runs what is missing.
 """
 
@@ -103,6 +104,12 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         row["graph"] = graph_file.name
         if truth is not None:
             row.update(evaluate(learner.graph_, truth).as_dict())
+    else:
+        # No graph to score, but which member runs finished, failed or were cut, and when, says why.
+        runs_file = out.with_suffix(".runs.json")
+        account = {**learner.result_meta(), "method": cfg.method.name, "seed": cfg.seed, "status": status}
+        write_text_atomic(runs_file, json.dumps(account, indent=1) + "\n")
+        row["runs"] = runs_file.name
     write_text_atomic(out, json.dumps(row, indent=1) + "\n")
     return row
 
