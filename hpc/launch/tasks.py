@@ -2,8 +2,8 @@
 
 Results are files: `<results_dir>/<method>/<dataset>/seed<k>.json` (metrics and timings) and
 `seed<k>.graph.json` (the graph) or, for a run that ended without one, `seed<k>.runs.json` (how far
-it got), all renamed into place when complete. A task whose result
-already exists returns at once, so re-submitting a sweep only runs what is missing.
+it got), all renamed into place when complete. A task whose result already exists returns at
+once, so re-submitting a sweep only runs what is missing.
 """
 
 from __future__ import annotations
