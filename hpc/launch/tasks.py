@@ -97,18 +97,18 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         row["clusters"] = len(learner.clusters_)
         row["largest_cluster"] = max(len(c) for c in learner.clusters_)
         row["clusters_finished"] = sum(w is not None for w in learner.winners_)  # how far a timed-out run got
+    # The learner's own account (per-cluster runs, winners and seconds, fusion statistics) travels with the graph,
+    # or, with no graph to score, stands alone: which member runs finished, failed or were cut, and when, says why.
+    account = {**learner.result_meta(), "method": cfg.method.name, "seed": cfg.seed}
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
-        # The learner's own account (per-cluster winners and seconds, fusion statistics) travels with the graph.
-        write_json(graph_file, learner.graph_, {**learner.result_meta(), "method": cfg.method.name, "seed": cfg.seed})
+        write_json(graph_file, learner.graph_, account)
         row["graph"] = graph_file.name
         if truth is not None:
             row.update(evaluate(learner.graph_, truth).as_dict())
     else:
-        # No graph to score, but which member runs finished, failed or were cut, and when, says why.
         runs_file = out.with_suffix(".runs.json")
-        account = {**learner.result_meta(), "method": cfg.method.name, "seed": cfg.seed, "status": status}
-        write_text_atomic(runs_file, json.dumps(account, indent=1) + "\n")
+        write_text_atomic(runs_file, json.dumps({**account, "status": status}, indent=1) + "\n")
         row["runs"] = runs_file.name
     write_text_atomic(out, json.dumps(row, indent=1) + "\n")
     return row
