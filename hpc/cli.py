@@ -297,12 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.set_defaults(func=_train)
 
     ag = sub.add_parser("aggregate", help="gather an experiment's result files into one CSV")
-    ag.add_argument("results", help="results directory (searched recursively for seed*.json)")
+    ag.add_argument("results", help="results directory (searched recursively for seed<k>.json)")
     ag.add_argument("-o", "--output", required=True, help="CSV file to write")
     ag.set_defaults(func=_aggregate)
 
     rp = sub.add_parser("report", help="the paper's tables (Markdown, CSV) and curves (PNG) from results")
-    rp.add_argument("results", help="results directory (searched recursively for seed*.json)")
+    rp.add_argument("results", help="results directory (searched recursively for seed<k>.json)")
     rp.add_argument("-o", "--output", required=True, help="report directory (created)")
     rp.add_argument("--notes", default=None, help="Markdown file appended to REPORT.md (explanations)")
     rp.set_defaults(func=_report)
