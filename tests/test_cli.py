@@ -173,7 +173,7 @@ def test_learn_timeout_writes_nothing(tmp_path):
     run = psle("learn", str(big), "--method", "fges", "--time-limit", "1", "-o", str(out))
     assert_one_line_failure(run, "timed out", "nothing written")
     assert not out.exists()
-    # The whole-run limit of a PEF method: its clusters alone take ~10 s here.
+    # The whole-run limit of a PEF method: its clusters take ~5 s here in a fresh JVM.
     run = psle("learn", str(big), "--method", "p-fges", "--param", "penalty=1", "--wall-limit", "2", "--serial",
                "-o", str(out))
     assert_one_line_failure(run, "timed out", "--wall-limit 2", "nothing written")

@@ -10,11 +10,11 @@ from tests.conftest import psle_experiment
 
 
 def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(tmp_path):
-    # P/fGES (penalty 1) on Alarm-500 needs ~10 s of cluster runs; 2 s of wall limit cuts it.
-    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset.network=alarm",
+    # P/fGES (penalty 1) on Hailfinder-500 needs ~30 s of cluster runs; 2 s of wall limit cuts it.
+    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset.network=hailfinder",
                           "dataset.nodes=500", "seed=1", "time_limit=60", "wall_limit=2", timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    folder = tmp_path / "default" / "p-fges" / "alarm-500"
+    folder = tmp_path / "default" / "p-fges" / "hailfinder-500"
     row = json.loads((folder / "seed1.json").read_text())
     assert row["status"] == "timed out" and row["time_limit"] == 60 and row["wall_limit"] == 2
     assert 2 <= row["seconds"] < 2 + 5
