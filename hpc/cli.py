@@ -14,7 +14,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from hpc.data.generate import GRAPH_MODELS
 from hpc.errors import PsleError
+from hpc.select.records import FAMILIES
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -78,6 +80,7 @@ def _learner(args: argparse.Namespace):
     from hpc.pef.fusion import FusionConfig
     from hpc.pef.pipeline import PEF
     from hpc.pef.partition import PartitionConfig
+    from hpc.select.selector import load_selector
 
     params = _parse_params(args.param)
     if args.wall_limit is not None and args.method in ("fges", "pc-stable"):
@@ -87,10 +90,19 @@ def _learner(args: argparse.Namespace):
         member = member_from_spec({"method": args.method, **params}, args.time_limit, allocated_cpus())
         member.validate()
         return member, repr(member)
-    if args.method in ("sle", "p-sle"):
+    if args.selection != "all" and args.method != "p-sle":
+        raise PsleError(f"--selection {args.selection} applies to p-sle only, not {args.method}")
+    if args.method == "p-sle" and args.selection == "predicted":
+        if params:
+            raise PsleError("--param does not apply to p-sle; put members in a --sle YAML file")
+        selector = load_selector(args.selector)
+        name, members = load_sle(args.sle) if args.sle else (selector.portfolio_name, selector.portfolio)
+        label = (f"p-sle ({name} portfolio, {len(members)} members; {args.selector} selector "
+                 f"({selector.target} target) runs the top {args.top_k} per cluster)")
+    elif args.method in ("sle", "p-sle"):
         if params:
             raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
-        name, members = load_sle(args.sle)
+        name, members = load_sle(args.sle or "learned")
         label = f"{args.method} ({name} ensemble, {len(members)} members)"
     else:
         members = [{"method": args.method[2:], **params}]
@@ -109,9 +121,30 @@ def _learner(args: argparse.Namespace):
             partition = replace(partition, **{name: value})
         else:
             fusion = replace(fusion, **{name: value})
-    pef = PEF(members, args.time_limit, partition, fusion, wall_limit=args.wall_limit)
+    pef = PEF(members, args.time_limit, partition, fusion, wall_limit=args.wall_limit, selection=args.selection,
+              selector=selector if args.selection == "predicted" else None, top_k=args.top_k)
     pef.validate()
     return pef, label
+
+
+def _limits(args: argparse.Namespace) -> str:
+    given = [f"{flag} {value:g}" for flag, value in (("--time-limit", args.time_limit), ("--wall-limit", args.wall_limit))
+             if value is not None]
+    return f" ({', '.join(given)})" if given else ""
+
+
+def _lost_runs(learner) -> str:
+    """For a PEF run without a complete answer: how many clusters lost every member, and to what."""
+    winners = getattr(learner, "winners_", None)
+    if winners is None:
+        return ""
+    statuses = [r.status for c, w in enumerate(winners) if w is None for r in learner.cluster_runs_[c] if r is not None]
+    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+    lost = sum(w is None for w in winners)
+    if not lost:
+        return ""
+    return (f": {lost} of {len(winners)} clusters have no result (member runs "
+            f"{', '.join(f'{k}: {v}' for k, v in counts.items())})")
 
 
 def _learn(args: argparse.Namespace) -> None:
@@ -123,6 +156,8 @@ def _learn(args: argparse.Namespace) -> None:
     from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
 
     check_writable(args.output)
+    if Path(args.output).resolve() == Path(args.data).resolve():
+        raise PsleError(f"{args.output}: the output would overwrite the input data; choose another -o")
     learner, label = _learner(args)
     check_runtime()
     x, variables = read_data(args.data)
@@ -135,11 +170,9 @@ def _learn(args: argparse.Namespace) -> None:
         learner.executor = executor
         learner.fit(x, variables)
     seconds = time.perf_counter() - start
-    if isinstance(learner, Member) and learner.status_ != "ok":
-        raise PsleError(f"{label} {learner.status_} after {learner.seconds_:.1f} s (--time-limit "
-                        f"{args.time_limit:g}); nothing written")
-    if learner.graph_ is None:
-        raise PsleError(f"{label} timed out after {seconds:.1f} s (--wall-limit {args.wall_limit:g}); nothing written")
+    if learner.status_ != "ok" or learner.graph_ is None:
+        raise PsleError(f"{label} {learner.status_ if learner.status_ != 'ok' else 'gave no graph'} after "
+                        f"{seconds:.1f} s{_limits(args)}{_lost_runs(learner)}; nothing written")
     meta = {"method": args.method, **learner.result_meta(), "data": str(args.data),
             "total_seconds": round(seconds, 3), "tetrad_version": TETRAD_VERSION}
     write_graph(args.output, learner.graph_, meta)
@@ -197,6 +230,97 @@ def _submit_train(args: argparse.Namespace) -> None:
         print(f"psle: job {job.job_id} finished -> {args.output}", file=sys.stderr)
 
 
+def _records(args: argparse.Namespace) -> None:
+    from hpc.atomic import check_writable
+    from hpc.learners.ensemble import load_sle
+    from hpc.learners.members import check_runtime
+    from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
+    from hpc.progress import Progress
+    from hpc.select.records import RecordsConfig, build_records, parse_shard, record_problems
+
+    check_writable(args.output)
+    parse_shard(args.shard)
+    config = RecordsConfig(families=tuple(args.families), problems_per_family=args.problems_per_family,
+                           min_nodes=args.min_nodes, max_nodes=args.max_nodes, samples=args.samples, seed=args.seed,
+                           networks=tuple(args.networks or ()), time_limit=args.time_limit)
+    record_problems(config)
+    name, portfolio = load_sle(args.portfolio)
+    check_runtime()
+    with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
+        announce_dashboard(executor)
+        store = build_records(config, portfolio, args.output, executor, args.shard, Progress(min_interval=5))
+    print(f"psle: {len(store.rows)} records ({len(store.done_problems)} problems, portfolio {name}) -> {args.output}",
+          file=sys.stderr)
+
+
+def _selection_examples(paths: list[str], portfolio: str | None, exclude: list[str]):
+    """Examples from records files that share one portfolio, restricted to `portfolio`'s members."""
+    from hpc.learners.ensemble import load_sle
+    from hpc.select.records import read_records
+    from hpc.select.selector import examples_from_rows
+
+    docs = [read_records(p) for p in paths]
+    recorded = docs[0]["settings"]["portfolio"]
+    for path, doc in zip(paths[1:], docs[1:]):
+        if doc["settings"]["portfolio"] != recorded:
+            raise PsleError(f"{path}: records of another portfolio than {paths[0]}'s")
+    name, members = load_sle(portfolio) if portfolio else (docs[0]["settings"].get("portfolio_name", "portfolio"),
+                                                            recorded)
+    missing = [m for m in members if m not in recorded]
+    if missing:
+        raise PsleError(f"portfolio {name}: member {missing[0]} was not run in the records")
+    index = [recorded.index(m) for m in members]
+    examples = [e for doc in docs for e in examples_from_rows(doc["rows"], index) if e.family not in exclude]
+    if not examples:
+        raise PsleError(f"no cluster in {', '.join(paths)} has a record for every member of {name}")
+    return name, members, examples
+
+
+def _selector_fit(args: argparse.Namespace) -> None:
+    from hpc.atomic import check_writable
+    from hpc.select.selector import Selector
+
+    check_writable(args.output)
+    name, members, examples = _selection_examples(args.records, args.portfolio, args.exclude_families)
+    families = sorted({e.family for e in examples})
+    provenance = {"records": [Path(p).name for p in args.records], "families": families,
+                  "excluded_families": sorted(args.exclude_families)}
+    selector = Selector.from_examples(examples, args.target, name, members, provenance)
+    selector.save(args.output)
+    print(f"psle: {args.target} selector for {name} ({len(members)} members) from {len(selector.y)} clusters of "
+          f"{', '.join(families)} -> {args.output}", file=sys.stderr)
+
+
+def _selector_score(args: argparse.Namespace) -> None:
+    from hpc.select.evaluate import cross_validate, selection_quality
+    from hpc.select.selector import load_selector
+
+    if args.selector:
+        selector = load_selector(args.selector)
+        name, members, examples = _selection_examples(args.records, None, [])
+        index = [members.index(m) if m in members else -1 for m in selector.portfolio]
+        if -1 in index:
+            raise PsleError(f"{args.selector}: its portfolio has members the records never ran")
+        from hpc.select.selector import examples_from_rows  # re-slice the records to the selector's portfolio
+        from hpc.select.records import read_records
+
+        examples = [e for p in args.records for e in examples_from_rows(read_records(p)["rows"], index)]
+        ranked = [selector.choose(e.features, args.top_k)[0] for e in examples]
+        rows = [{"held_out": "-", **selection_quality(examples, [r[0] for r in ranked],
+                                                      ranked if args.top_k > 1 else None)}]
+    else:
+        name, members, examples = _selection_examples(args.records, args.portfolio, [])
+        rows = cross_validate(examples, args.target, name, members, args.by, args.top_k)
+    if args.json:
+        print(json.dumps(rows))
+        return
+    cols = ["held_out", "clusters", "picks_bic_winner", "picks_truth_winner", "q", "q_oracle", "q_bic_all",
+            "q_best_single", "best_single", "member_seconds", "member_seconds_all"]
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    for row in rows:
+        print("| " + " | ".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in cols) + " |")
+
+
 def _aggregate(args: argparse.Namespace) -> None:
     from hpc.atomic import check_writable
     from hpc.report import aggregate
@@ -235,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="write a benchmark problem (HDF5) as in the paper's §4.1.1")
     source = gen.add_mutually_exclusive_group(required=True)
     source.add_argument("--network", help="bnlearn network to replicate (e.g. alarm)")
-    source.add_argument("--graph", choices=["er", "sf", "ws"], help="random graph model instead")
+    source.add_argument("--graph", choices=GRAPH_MODELS, help="random graph model instead (hub: a few nodes with 30 children or parents)")
     gen.add_argument("--nodes", type=int, required=True, help="target number of variables")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--samples", type=int, default=1000)
@@ -255,7 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--method", default="p-sle", choices=METHODS,
                        help="p-sle (default): PEF with an ensemble; sle: the ensemble on the whole problem; "
                             "p-fges / p-pc-stable: PEF with one learner; fges / pc-stable: one learner")
-    learn.add_argument("--sle", default="learned", help="ensemble for sle/p-sle: learned, default, random or a .yaml")
+    learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned (default), default, random, "
+                                                   "portfolio or a .yaml; with --selection predicted, the selector's")
+    learn.add_argument("--selection", default="all", choices=["all", "predicted"],
+                       help="p-sle: run all members on every cluster and keep the best BIC (all, the paper), or only "
+                            "the member(s) a selector predicts from the cluster's features (predicted)")
+    learn.add_argument("--selector", default="truth", metavar="NAME|PATH",
+                       help="with --selection predicted: truth (best F1 on held-out families; default), bic (the "
+                            "paper's BIC winner, fewer runs) or a selector .json from `psle selector fit`")
+    learn.add_argument("--top-k", type=int, default=1, metavar="K",
+                       help="with --selection predicted: run the K most likely members and keep the best BIC")
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="learner parameters: fges penalty, max_parents, faithfulness; pc-stable alpha, depth")
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
@@ -295,6 +428,47 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--container", default=None, metavar="IMAGE.sif", help="run the job inside this Apptainer image")
     sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
     tr.set_defaults(func=_train)
+
+    rc = sub.add_parser("records", help="run a portfolio on PEF's clusters of generated problems with known truth "
+                                         "(what member selection learns from); rerun to resume")
+    rc.add_argument("-o", "--output", required=True, help="records file (.h5); an existing one is resumed")
+    rc.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES, help="problem families")
+    rc.add_argument("--problems-per-family", type=int, default=6)
+    rc.add_argument("--min-nodes", type=int, default=500)
+    rc.add_argument("--max-nodes", type=int, default=2000)
+    rc.add_argument("--samples", type=int, default=1000)
+    rc.add_argument("--seed", type=int, default=1, help="problem seeds derive from it (keep test seeds apart)")
+    rc.add_argument("--networks", nargs="*", help="bnlearn pool (default: library networks of <= 250 nodes, "
+                                                  "minus the paper's ten test networks)")
+    rc.add_argument("--portfolio", default="portfolio", help="ensemble to run: a conf/sle name or a .yaml")
+    rc.add_argument("--time-limit", type=float, default=300.0, metavar="SECONDS", help="per member run")
+    rc.add_argument("--shard", default="0/1", metavar="K/N",
+                    help="this array task's share of the problems (e.g. $SLURM_ARRAY_TASK_ID/8), one file each")
+    rc.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
+    rc.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
+    rc.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
+    rc.set_defaults(func=_records)
+
+    se = sub.add_parser("selector", help="fit or score a per-cluster member selector from records")
+    se_sub = se.add_subparsers(dest="selector_command", required=True)
+    sf = se_sub.add_parser("fit", help="fit a selector (scikit-learn random forest) and write it as JSON")
+    sf.add_argument("records", nargs="+", help="records files (psle records)")
+    sf.add_argument("--target", choices=["bic", "truth"], required=True,
+                    help="bic: predict the best-BIC member (the paper's answer, less work); truth: the best F1")
+    sf.add_argument("--portfolio", default=None, help="a conf/sle name or .yaml: choose among these members only "
+                                                      "(default: every member the records ran)")
+    sf.add_argument("--exclude-families", nargs="*", default=[], choices=FAMILIES, help="train without these")
+    sf.add_argument("-o", "--output", required=True, help="selector file (.json)")
+    sf.set_defaults(func=_selector_fit)
+    ss = se_sub.add_parser("score", help="selection quality on records: a given selector, or cross-validated")
+    ss.add_argument("records", nargs="+", help="records files (psle records)")
+    ss.add_argument("--selector", default=None, help="score this selector (name or .json) on the records")
+    ss.add_argument("--target", choices=["bic", "truth"], default="truth", help="without --selector: cross-validate")
+    ss.add_argument("--portfolio", default=None, help="without --selector: members to choose among")
+    ss.add_argument("--by", choices=["family", "problem"], default="family", help="cross-validation groups")
+    ss.add_argument("--top-k", type=int, default=1, help="run the K most likely members, keep the best BIC")
+    ss.add_argument("--json", action="store_true", help="print JSON rows")
+    ss.set_defaults(func=_selector_score)
 
     ag = sub.add_parser("aggregate", help="gather an experiment's result files into one CSV")
     ag.add_argument("results", help="results directory (searched recursively for seed<k>.json)")

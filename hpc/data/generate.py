@@ -20,7 +20,11 @@ from hpc.graphs.pdag import PDAG, pair_keys
 
 #: Bumped whenever the sequence of random draws changes (stored in problem files).
 GENERATOR_VERSION = 1
-GRAPH_MODELS = ("er", "sf", "ws")
+GRAPH_MODELS = ("er", "sf", "ws", "hub")
+#: Children (out-hubs) or parents (in-hubs) of each hub in the `hub` model.
+HUB_DEGREE = 30
+#: Variables per hub in the `hub` model.
+NODES_PER_HUB = 100
 
 
 @dataclass(frozen=True)
@@ -81,11 +85,14 @@ def _cross_pairs(rng: np.random.Generator, r: int, p0: int, count: int) -> np.nd
 
 def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_node: int = 2,
                rewire: float = 0.1) -> PDAG:
-    """Erdős–Rényi (`er`), scale-free (`sf`) or Watts–Strogatz (`ws`) DAG with ~edges_per_node·p edges.
+    """Erdős–Rényi (`er`), scale-free (`sf`), Watts–Strogatz (`ws`) or hub-heavy (`hub`) DAG.
 
     ER and SF have exactly edges_per_node·p edges (SF grows from a complete graph on
     2·edges_per_node + 1 nodes); WS is a ring lattice of 2·edges_per_node neighbours with
-    rewiring probability `rewire`. Edges are oriented along a random permutation.
+    rewiring probability `rewire`. `hub` is an ER background of edges_per_node·p edges plus one
+    hub per NODES_PER_HUB variables, alternately with HUB_DEGREE children and HUB_DEGREE parents:
+    the few very high-degree nodes that bnlearn replicas lack. Edges are oriented along a random
+    permutation.
     """
     if n_nodes <= 0:
         raise PsleError(f"number of nodes must be positive, got {n_nodes}")
@@ -102,12 +109,37 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         if n_nodes <= 2 * m:
             raise PsleError(f"a Watts-Strogatz graph needs more than {2 * m} nodes, got {n_nodes}")
         graph = nx.watts_strogatz_graph(n_nodes, 2 * m, rewire, seed=seed)
+    elif model == "hub":
+        if n_nodes <= HUB_DEGREE:
+            raise PsleError(f"a hub graph needs more than {HUB_DEGREE} nodes, got {n_nodes}")
+        graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
     else:
         raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
     edges = np.array(sorted(graph.edges()), dtype=np.int64).reshape(-1, 2)
     rank = rng.permutation(n_nodes)
+    if model == "hub":
+        edges = np.concatenate([edges, _hub_edges(n_nodes, rank, rng)])
+        edges = edges[np.unique(pair_keys(edges, n_nodes), return_index=True)[1]]
     edges = np.where((rank[edges[:, 0]] < rank[edges[:, 1]])[:, None], edges, edges[:, ::-1])
     return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges)
+
+
+def _hub_edges(n_nodes: int, rank: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Hub edges (unoriented pairs, oriented later by `rank`): even hubs are drawn from the first
+    half of the order and get HUB_DEGREE later nodes as children, odd hubs from the second half
+    and get HUB_DEGREE earlier nodes as parents."""
+    order = np.argsort(rank)  # order[i] = the node ranked i
+    half = n_nodes // 2
+    pairs = []
+    for h in range(max(1, n_nodes // NODES_PER_HUB)):
+        if h % 2 == 0:
+            pos = int(rng.integers(0, half))
+            others = rng.choice(np.arange(pos + 1, n_nodes), size=min(HUB_DEGREE, n_nodes - pos - 1), replace=False)
+        else:
+            pos = int(rng.integers(half, n_nodes))
+            others = rng.choice(np.arange(0, pos), size=min(HUB_DEGREE, pos), replace=False)
+        pairs.append(np.stack([np.full(len(others), order[pos]), order[others]], axis=1))
+    return np.concatenate(pairs).astype(np.int64)
 
 
 def random_sem(dag: PDAG, rng: np.random.Generator) -> SEM:

@@ -69,9 +69,11 @@ def run_member(spec: dict[str, Any], cov: np.ndarray, n: int, variables: tuple[s
                      None if g is None else g.undirected, member.bic_, member.seconds_)
 
 
-def best_run(runs: list[MemberRun]) -> int | None:
-    """Index of the successful run with the highest BIC (first on ties), None if none succeeded."""
-    scored = [(r.bic, -k) for k, r in enumerate(runs) if r.status == OK and r.bic is not None and np.isfinite(r.bic)]
+def best_run(runs: list[MemberRun | None]) -> int | None:
+    """Index of the successful run with the highest BIC (first on ties), None if none succeeded;
+    None entries are members a selector chose not to run."""
+    scored = [(r.bic, -k) for k, r in enumerate(runs)
+              if r is not None and r.status == OK and r.bic is not None and np.isfinite(r.bic)]
     return -max(scored)[1] if scored else None
 
 

@@ -1,7 +1,9 @@
 """PEF around any ensemble: P/fGES and P/PC-Stable are one-member ensembles, P/SLE a learned one.
 
 Estimation submits one task per (cluster, member) so an ensemble's members and the clusters
-all spread over the executor's workers; each cluster then keeps its best-BIC output.
+all spread over the executor's workers; each cluster then keeps its best-BIC output. With
+`selection="predicted"` a selector (hpc.select) reads each cluster's features first and only its
+`top_k` most likely members run there: the paper's future work, per-subproblem algorithm selection.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from hpc.data.tabular import as_learnable
+from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
@@ -23,6 +26,10 @@ from hpc.parallel import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.partition import PartitionConfig, partition, standardize
 from hpc.progress import Progress
+from hpc.select.features import FEATURES, cluster_features
+from hpc.select.selector import Selector, load_selector
+
+SELECTIONS = ("all", "predicted")
 
 
 class WallLimitHit(Exception):
@@ -58,11 +65,16 @@ class PEF:
     fit ends with `status_` "timed out" and no graph, as the paper's tables count a run over 24 h.
     `status_` is also "timed out" (or "failed") when a cluster lost every member: the graph is then
     still fused, without that cluster's edges, but it is not the method's full answer.
+
+    `selection` "all" runs every member on every cluster (the paper); "predicted" runs the `top_k`
+    members `selector` (a Selector, or a shipped name / file for load_selector) ranks highest and
+    keeps the best BIC among them. `members` must then be the selector's portfolio (None: take it).
     """
 
-    def __init__(self, members: list[dict[str, Any]], time_limit: float | None = None,
+    def __init__(self, members: list[dict[str, Any]] | None, time_limit: float | None = None,
                  partition: PartitionConfig = PartitionConfig(), fusion: FusionConfig = FusionConfig(),
-                 executor=None, progress: bool = True, wall_limit: float | None = None):
+                 executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
+                 selector: Selector | str | None = None, top_k: int = 1):
         self.members = members
         self.time_limit = time_limit
         self.wall_limit = wall_limit
@@ -70,10 +82,43 @@ class PEF:
         self.fusion = fusion
         self.executor = executor
         self.progress = progress
+        self.selection = selection
+        self.selector = selector
+        self.top_k = top_k
 
     def validate(self) -> None:
-        check_members(self.members, self.time_limit, "PEF needs at least one member learner")
+        if self.selection not in SELECTIONS:
+            raise PsleError(f"selection must be one of {', '.join(SELECTIONS)}, got {self.selection!r}")
+        if self.selection == "predicted":
+            selector = self._selector()
+            if self.members is None:
+                self.members = selector.portfolio
+            elif [dict(m) for m in self.members] != selector.portfolio:
+                raise PsleError(f"the selector was trained for portfolio '{selector.portfolio_name}' "
+                                f"({len(selector.portfolio)} members), not for this ensemble of {len(self.members)}: "
+                                "give its portfolio (--sle) or a selector trained for this ensemble")
+            if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) \
+                    or not 1 <= self.top_k <= len(self.members):
+                raise PsleError(f"top_k must be a whole number in [1, {len(self.members)}] (the portfolio's size), "
+                                f"got {self.top_k!r}")
+        check_members(self.members or [], self.time_limit, "PEF needs at least one member learner")
         check_wall_limit(self.wall_limit, "PEF")
+
+    def _selector(self) -> Selector:
+        if self.selector is None:
+            raise PsleError("selection 'predicted' needs a selector")
+        return self.selector if isinstance(self.selector, Selector) else load_selector(self.selector)
+
+    def _plan(self, cov: np.ndarray, n: int) -> tuple[list[int], dict[str, Any] | None]:
+        """Which members run on a cluster, and the selection's account (None when all run)."""
+        if self.selection == "all":
+            return list(range(len(self.members))), None
+        if cov.shape[0] < 2:  # no edge is possible: any one member gives the answer
+            return [0], {"ran": [0], "reason": "single variable"}
+        features = cluster_features(cov, n)
+        chosen, proba = self._selector().choose(features, self.top_k)
+        return chosen, {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, features)},
+                        "probabilities": [round(float(q), 4) for q in proba], "ran": chosen}
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
         self.validate()
@@ -90,18 +135,28 @@ class PEF:
         show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
 
         start = time.perf_counter()
-        tasks, where = [], []
-        threads = executor.task_threads(len(clusters) * len(self.members))
+        plans: list[tuple[list[int], dict[str, Any] | None]] = [([], None)] * len(clusters)
+        jobs = []
         # Largest clusters first: a big cluster started last would run alone while the other workers idle.
         for c in sorted(range(len(clusters)), key=lambda c: -len(clusters[c])):
-            idx = clusters[c]
-            cov = executor.scatter(covariance(x[:, idx]), broadcast=False)  # shared by the cluster's members
-            names = tuple(variables[i] for i in idx)
-            for k, spec in enumerate(self.members):
-                tasks.append((spec, cov, n, names, self.time_limit, threads, deadline))
+            cov = covariance(x[:, clusters[c]])
+            plans[c] = self._plan(cov, n)
+            jobs.append((c, cov))
+        if self.selection == "predicted":  # features and predictions: timed apart from the member runs
+            seconds["selection"] = time.perf_counter() - start
+            start = time.perf_counter()
+            show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members)} "
+                      "member runs chosen")
+        tasks, where = [], []
+        threads = executor.task_threads(sum(len(p[0]) for p in plans))
+        for c, cov in jobs:
+            shared = executor.scatter(cov, broadcast=False)  # shared by the cluster's members
+            names = tuple(variables[i] for i in clusters[c])
+            for k in plans[c][0]:
+                tasks.append((self.members[k], shared, n, names, self.time_limit, threads, deadline))
                 where.append((c, k))
         runs: list[list[MemberRun | None]] = [[None] * len(self.members) for _ in clusters]
-        per_cluster_left = [len(self.members)] * len(clusters)
+        per_cluster_left = [len(p[0]) for p in plans]
         done = 0
         for t, run in executor.run(run_member, tasks):
             c, k = where[t]
@@ -116,7 +171,7 @@ class PEF:
             k = best_run(runs[c])
             winners.append(k)
             for r in runs[c]:
-                if r.status != OK and not expired:
+                if r is not None and r.status != OK and not expired:
                     warnings.warn(f"cluster {c}: member {r.spec} {r.status}"
                                   f"{': ' + r.error if r.error else ''}; skipped", stacklevel=2)
             if k is None:
@@ -130,7 +185,9 @@ class PEF:
         union = PDAG(variables, np.concatenate(directed) if directed else np.empty((0, 2), dtype=np.int64))
         seconds["estimation"] = time.perf_counter() - start
         self.clusters_, self.cluster_runs_, self.winners_ = clusters, runs, winners
-        self.status_ = lost_status([r.status for c, w in enumerate(winners) if w is None for r in runs[c]])
+        self.selections_ = [p[1] for p in plans]
+        self.status_ = lost_status([r.status for c, w in enumerate(winners) if w is None for r in runs[c]
+                                    if r is not None])
         self.dag_ = self.graph_ = self.fusion_stats_ = None
 
         start = time.perf_counter()
@@ -152,9 +209,15 @@ class PEF:
     def result_meta(self) -> dict[str, Any]:
         return {
             "members": self.members,
+            "selection": self.selection,
+            **({"selector": self._selector().describe(), "top_k": self.top_k} if self.selection == "predicted" else {}),
+            "status": self.status_,
             "clusters": [{"size": int(len(idx)), "winner": w,
-                          "runs": [r.summary() for r in runs]}
-                         for idx, w, runs in zip(self.clusters_, self.winners_, self.cluster_runs_)],
+                          "runs": [{"member": self.members[k], "status": "not run"} if r is None else r.summary()
+                                   for k, r in enumerate(runs)],
+                          **({"selection": sel} if sel is not None else {})}
+                         for idx, w, runs, sel in zip(self.clusters_, self.winners_, self.cluster_runs_,
+                                                      self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},
         }

@@ -1,0 +1,300 @@
+"""Records to learn member selection from: every portfolio member run on every cluster PEF makes
+of generated problems with known truth, scored against the truth restricted to the cluster.
+
+One record per (problem, cluster, member): the cluster's features, the member's status, seconds,
+BIC and, against the CPDAG of the true DAG's subgraph on the cluster's variables, F1-adjacency,
+F1-arrowhead and SHD. That restricted truth ignores confounding from outside the cluster: good
+enough to rank members, not a metric to report.
+
+Problems are named by (family, network, nodes, edges per node, seed) and regenerated on demand.
+The store is rewritten whole and renamed into place after each finished run (as Auto-SLE's
+checkpoint), carries a fingerprint of the settings and a checksum of its content, so a kill at
+any moment loses at most the runs in flight and a damaged or foreign file is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from hpc.atomic import atomic_path
+from hpc.autosle.checkpoint import canonical, fingerprint
+from hpc.errors import PsleError
+from hpc.graphs.equivalence import dag_to_cpdag
+from hpc.graphs.metrics import compare
+from hpc.graphs.pdag import PDAG
+from hpc.learners.bic import covariance
+from hpc.learners.ensemble import MemberRun, run_member
+from hpc.select.features import FEATURE_VERSION, FEATURES, cluster_features
+
+FORMAT = "psle-selection-records"
+VERSION = 1
+FAMILIES = ("bnlearn", "er", "sf", "ws", "hub")
+#: The paper's ten test networks (Table V): never drawn for training records by default.
+TEST_NETWORKS = ("alarm", "asia", "cancer", "child", "earthquake", "hailfinder", "healthcare", "mildew", "pigs",
+                 "survey")
+
+
+@dataclass(frozen=True)
+class RecordsConfig:
+    families: tuple[str, ...] = FAMILIES
+    problems_per_family: int = 6
+    min_nodes: int = 500
+    max_nodes: int = 2000
+    samples: int = 1000
+    seed: int = 1
+    networks: tuple[str, ...] = ()  # bnlearn pool; empty = library networks of <= 250 nodes minus TEST_NETWORKS
+    time_limit: float | None = 300.0
+
+    def settings(self, portfolio: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**asdict(self), "families": list(self.families), "networks": list(self.networks),
+                "portfolio": portfolio, "feature_version": FEATURE_VERSION}
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    family: str
+    network: str | None
+    nodes: int
+    edges_per_node: int
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return canonical(asdict(self))
+
+
+def default_pool() -> list[str]:
+    from hpc.data.networks import load_network, network_names
+
+    return [n for n in network_names() if n not in TEST_NETWORKS and load_network(n).p <= 250]
+
+
+def record_problems(config: RecordsConfig) -> list[RecordProblem]:
+    """`problems_per_family` problems per family, sizes log-uniform in [min_nodes, max_nodes]."""
+    unknown = sorted(set(config.families) - set(FAMILIES))
+    if unknown:
+        raise PsleError(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
+                        f"choose from {', '.join(FAMILIES)}")
+    if config.problems_per_family < 1:
+        raise PsleError(f"problems per family must be at least 1, got {config.problems_per_family}")
+    if not 50 <= config.min_nodes <= config.max_nodes:
+        raise PsleError(f"need 50 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
+    if config.seed < 0:
+        raise PsleError(f"seed must be >= 0, got {config.seed}")
+    pool = list(config.networks) or default_pool()
+    rng = np.random.default_rng(config.seed)
+    problems = []
+    for family in config.families:
+        for k in range(config.problems_per_family):
+            nodes = int(round(np.exp(rng.uniform(np.log(config.min_nodes), np.log(config.max_nodes)))))
+            network = pool[int(rng.integers(len(pool)))] if family == "bnlearn" else None
+            epn = 1 if family == "hub" else int(rng.integers(1, 4))
+            problems.append(RecordProblem(family, network, nodes, epn, config.seed * 1_000_003 + len(problems)))
+    return problems
+
+
+@dataclass
+class Cluster:
+    """One cluster of one problem, ready to run members on."""
+
+    problem: RecordProblem
+    index: int
+    idx: np.ndarray
+    cov: np.ndarray
+    n: int
+    names: tuple[str, ...]
+    truth: PDAG  # CPDAG of the true DAG restricted to the cluster
+    features: np.ndarray = field(repr=False)
+
+
+def restricted_truth(dag: PDAG, idx: np.ndarray) -> PDAG:
+    """The CPDAG of the true DAG's subgraph on the variables `idx` (in that order)."""
+    return dag_to_cpdag(dag.subgraph(idx))
+
+
+def problem_clusters(rp: RecordProblem, samples: int) -> list[Cluster]:
+    """Generate the problem and partition it exactly as PEF does."""
+    from hpc.data.generate import benchmark_problem
+    from hpc.pef.partition import PartitionConfig, partition
+
+    problem = benchmark_problem(rp.nodes, rp.seed, samples, network=rp.network,
+                                graph=None if rp.family == "bnlearn" else rp.family, edges_per_node=rp.edges_per_node)
+    out = []
+    for c, idx in enumerate(partition(problem.data, PartitionConfig())):
+        if len(idx) < 2:
+            continue
+        cov = covariance(problem.data[:, idx])
+        names = tuple(str(i) for i in range(len(idx)))
+        truth = restricted_truth(problem.truth, idx)
+        out.append(Cluster(rp, c, idx, cov, problem.n, names, PDAG(names, truth.directed, truth.undirected),
+                           cluster_features(cov, problem.n)))
+    return out
+
+
+def score(run: MemberRun, cluster: Cluster) -> dict[str, Any]:
+    """One record's outcome: the run's status, seconds and BIC, and its accuracy (NaN when it has no graph)."""
+    row = {"status": run.status, "seconds": float(run.seconds), "bic": np.nan if run.bic is None else float(run.bic),
+           "f1_adjacent": np.nan, "f1_arrowhead": np.nan, "shd": -1}
+    if run.status == "ok":
+        m = compare(PDAG(cluster.names, run.directed, run.undirected), cluster.truth)
+        row |= {"f1_adjacent": m.f1_adjacent, "f1_arrowhead": m.f1_arrowhead, "shd": m.shd}
+    return row
+
+
+COLUMNS = {"size": np.int64, "seconds": np.float64, "bic": np.float64, "f1_adjacent": np.float64,
+           "f1_arrowhead": np.float64, "shd": np.int64}
+
+
+class RecordStore:
+    """Records keyed by (problem, cluster, member index); `put` persists at once."""
+
+    def __init__(self, path: str | os.PathLike, settings: dict[str, Any], shard: str = "0/1"):
+        self.path = Path(path)
+        self.settings = {**settings, "shard": shard}
+        self.fingerprint = fingerprint(self.settings)
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.done_problems: set[str] = set()
+        if self.path.exists():
+            self._load()
+
+    @staticmethod
+    def key(problem: RecordProblem, cluster: int, member: int) -> str:
+        return f"{problem.key}#{cluster}#{member}"
+
+    def _load(self) -> None:
+        doc = read_records(self.path)
+        if doc["fingerprint"] != self.fingerprint:
+            differ = sorted(k for k in set(doc["settings"]) | set(self.settings)
+                            if doc["settings"].get(k) != self.settings.get(k))
+            raise PsleError(f"{self.path}: records were made with other settings (differ in: "
+                            f"{', '.join(differ) or 'unknown'}); rerun with those settings or another -o")
+        self.rows = {r["key"]: r for r in doc["rows"]}
+        self.done_problems = set(doc["done_problems"])
+
+    def put(self, key: str, row: dict[str, Any]) -> None:
+        self.rows[key] = {"key": key, **row}
+        self.save()
+
+    def finish_problem(self, problem: RecordProblem) -> None:
+        self.done_problems.add(problem.key)
+        self.save()
+
+    def save(self) -> None:
+        rows = list(self.rows.values())
+        strings = h5py.string_dtype("utf-8")
+        arrays: dict[str, np.ndarray] = {
+            "key": np.array([r["key"] for r in rows], dtype=object),
+            "status": np.array([r["status"] for r in rows], dtype=object),
+            "features": np.array([r["features"] for r in rows], dtype=np.float64).reshape(len(rows), len(FEATURES)),
+            **{c: np.array([r[c] for r in rows], dtype=t) for c, t in COLUMNS.items()},
+        }
+        done = sorted(self.done_problems)
+        with atomic_path(self.path) as tmp:
+            with h5py.File(tmp, "w") as f:
+                f.attrs["format"] = FORMAT
+                f.attrs["version"] = VERSION
+                f.attrs["fingerprint"] = self.fingerprint
+                f.attrs["settings"] = canonical(self.settings)
+                f.attrs["features"] = canonical(list(FEATURES))
+                f.attrs["done_problems"] = canonical(done)
+                f.attrs["sha256"] = content_hash(arrays, done)
+                g = f.create_group("records")
+                for name, data in arrays.items():
+                    g.create_dataset(name, data=data, dtype=strings if data.dtype == object else data.dtype,
+                                     track_times=False)
+
+
+def content_hash(arrays: dict[str, np.ndarray], done: list[str]) -> str:
+    h = hashlib.sha256(canonical(done).encode())
+    for name in sorted(arrays):
+        data = arrays[name]
+        h.update(name.encode())
+        h.update(canonical([str(v) for v in data]).encode() if data.dtype == object else
+                 np.ascontiguousarray(data).tobytes())
+    return h.hexdigest()
+
+
+def read_records(path: str | os.PathLike) -> dict[str, Any]:
+    """A records file's settings and rows, checked (format, version, checksum); one-line errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise PsleError(f"{path}: no such file")
+    try:
+        with h5py.File(path, "r") as f:
+            if f.attrs.get("format") != FORMAT:
+                raise PsleError(f"{path}: not a psle records file (no '{FORMAT}' marker); refusing to use or "
+                                "overwrite it")
+            if int(f.attrs.get("version", -1)) != VERSION:
+                raise PsleError(f"{path}: records format version {f.attrs.get('version')} is not {VERSION}")
+            g = f["records"]
+            arrays = {name: g[name][()] for name in ("key", "status", "features", *COLUMNS)}
+            for name in ("key", "status"):
+                arrays[name] = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arrays[name]],
+                                        dtype=object)
+            settings = json.loads(f.attrs["settings"])
+            done = json.loads(f.attrs["done_problems"])
+            names = json.loads(f.attrs["features"])
+            stored_hash, stamp = f.attrs["sha256"], f.attrs["fingerprint"]
+    except PsleError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise PsleError(f"{path}: damaged or incomplete records file ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+    if content_hash(arrays, done) != stored_hash or fingerprint(settings) != stamp:
+        raise PsleError(f"{path}: records file is damaged (checksum mismatch); refusing to use or overwrite it")
+    if names != list(FEATURES):
+        raise PsleError(f"{path}: records hold other features ({len(names)}) than this version computes "
+                        f"({len(FEATURES)}); rebuild them")
+    rows = [{"key": arrays["key"][i], "status": arrays["status"][i], "features": arrays["features"][i],
+             **{c: arrays[c][i].item() for c in COLUMNS}} for i in range(len(arrays["key"]))]
+    return {"settings": settings, "fingerprint": stamp, "rows": rows, "done_problems": done}
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        raise PsleError(f"--shard {text!r}: expected K/N with 0 <= K < N (e.g. $SLURM_ARRAY_TASK_ID/8)")
+    return int(k), int(n)
+
+
+def build_records(config: RecordsConfig, portfolio: list[dict[str, Any]], path: str | os.PathLike, executor,
+                  shard: str = "0/1", progress=None) -> RecordStore:
+    """Run every portfolio member on every cluster of this shard's problems; resumes from `path`."""
+    k, n_shards = parse_shard(shard)
+    store = RecordStore(path, config.settings(portfolio), shard)
+    problems = [p for i, p in enumerate(record_problems(config)) if i % n_shards == k]
+    todo = [p for p in problems if p.key not in store.done_problems]
+    clusters: list[Cluster] = []
+    for i, rp in enumerate(todo):
+        clusters += problem_clusters(rp, config.samples)
+        if progress:
+            progress("records: problems generated and partitioned", i + 1, len(todo))
+    tasks, where = [], []
+    for c in sorted(clusters, key=lambda c: -len(c.idx)):  # largest first, as PEF does
+        cov = executor.scatter(c.cov, broadcast=False)
+        for m, spec in enumerate(portfolio):
+            if store.key(c.problem, c.index, m) not in store.rows:
+                tasks.append([spec, cov, c.n, c.names, config.time_limit])
+                where.append((c, m))
+    threads = executor.task_threads(len(tasks))
+    left = {rp.key: sum(1 for c, _ in where if c.problem.key == rp.key) for rp in todo}
+    for rp in todo:
+        if left[rp.key] == 0:
+            store.finish_problem(rp)
+    for done, (t, run) in enumerate(executor.run(run_member, [(*a, threads) for a in tasks]), 1):
+        c, m = where[t]
+        store.put(store.key(c.problem, c.index, m), {"size": len(c.idx), "features": c.features, **score(run, c)})
+        left[c.problem.key] -= 1
+        if left[c.problem.key] == 0:
+            store.finish_problem(c.problem)
+        if progress:
+            progress("records: member runs", done, len(tasks))
+    return store

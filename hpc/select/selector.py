@@ -1,0 +1,211 @@
+"""The selector: from a cluster's features to the portfolio member to run on it.
+
+Two targets. `bic` predicts the member whose output has the best BIC, so running only the
+predicted member gives the paper's answer with a fraction of the work. `truth` predicts the
+member with the best F1-adjacency + F1-arrowhead against the true subgraph, which BIC cannot see.
+Ties (members that return the same graph) are labelled with the fastest of them.
+
+The model is scikit-learn's random forest, trained with each cluster weighted by what is at
+stake in it (its size, and for `truth` the spread of Q between members), as cost-sensitive
+algorithm selectors (SATzilla, AutoFolio) do. A selector file is JSON holding the portfolio, the
+training examples and the model's settings, with a checksum; loading re-fits the forest from
+them (deterministic, under a second). Nothing is unpickled, so a file from anywhere is safe to
+load, and a file stays usable across scikit-learn versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpc.autosle.checkpoint import canonical
+from hpc.errors import PsleError
+from hpc.select.features import FEATURE_VERSION, FEATURES
+
+FORMAT = "psle-selector"
+VERSION = 1
+TARGETS = ("bic", "truth")
+FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
+
+
+def shipped_dir() -> Path:
+    return Path(__file__).resolve().parent / "selectors"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One cluster of the records: features, size, and per portfolio member its status, BIC, Q and seconds."""
+
+    group: str  # the problem it came from
+    family: str
+    features: np.ndarray
+    size: int
+    ok: np.ndarray
+    bic: np.ndarray
+    quality: np.ndarray
+    seconds: np.ndarray
+    shd: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+
+def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[Example]:
+    """Clusters with a record for every one of `members` (indices into the records' portfolio)."""
+    by_cluster: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in rows:
+        cluster, _, m = r["key"].rpartition("#")
+        by_cluster.setdefault(cluster, {})[int(m)] = r
+    out = []
+    for cluster, runs in by_cluster.items():
+        if not all(m in runs for m in members):
+            continue
+        rs = [runs[m] for m in members]
+        ok = np.array([r["status"] == "ok" for r in rs])
+        problem = json.loads(cluster.rpartition("#")[0])
+        out.append(Example(
+            cluster.rpartition("#")[0], problem["family"], np.asarray(rs[0]["features"], dtype=np.float64),
+            int(rs[0]["size"]), ok,
+            np.array([r["bic"] if o else -np.inf for r, o in zip(rs, ok)]),
+            np.array([r["f1_adjacent"] + r["f1_arrowhead"] if o else 0.0 for r, o in zip(rs, ok)]),
+            np.array([r["seconds"] for r in rs]), np.array([r["shd"] for r in rs])))
+    return out
+
+
+def label(example: Example, target: str) -> int:
+    """The member to run: best BIC or best Q among successful runs; ties go to the fastest."""
+    value = np.where(example.ok, example.bic if target == "bic" else example.quality, -np.inf)
+    best = np.flatnonzero(np.isclose(value, value.max(), rtol=0, atol=1e-9) & example.ok)
+    return int(best[np.argmin(example.seconds[best])])
+
+
+def weight(example: Example, target: str) -> float:
+    """What a wrong choice can cost: the cluster's size, times the spread of Q for `truth`."""
+    if target == "bic":
+        return float(example.size)
+    spread = float(example.quality.max() - example.quality.min())
+    return example.size * (spread + 0.01)
+
+
+class Selector:
+    """A fitted selector over `portfolio` (member specs). `rank(features)` gives one probability per member."""
+
+    def __init__(self, target: str, portfolio_name: str, portfolio: list[dict[str, Any]], x: np.ndarray,
+                 y: np.ndarray, w: np.ndarray, provenance: dict[str, Any] | None = None):
+        if target not in TARGETS:
+            raise PsleError(f"selector target must be one of {', '.join(TARGETS)}, got {target!r}")
+        self.target, self.portfolio_name, self.portfolio = target, portfolio_name, portfolio
+        self.x, self.y, self.w = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.int64), np.asarray(w)
+        self.provenance = provenance or {}
+        if len(self.x) == 0:
+            raise PsleError("a selector needs at least one training cluster")
+        if self.y.min() < 0 or self.y.max() >= len(portfolio):
+            raise PsleError(f"selector labels must index the {len(portfolio)}-member portfolio")
+        from sklearn.ensemble import RandomForestClassifier
+
+        self.model_ = RandomForestClassifier(**FOREST).fit(self.x, self.y, sample_weight=self.w)
+
+    @classmethod
+    def from_examples(cls, examples: list[Example], target: str, portfolio_name: str,
+                      portfolio: list[dict[str, Any]], provenance: dict[str, Any] | None = None) -> Selector:
+        usable = [e for e in examples if e.ok.any()]
+        if not usable:
+            raise PsleError("no training cluster has a successful member run")
+        return cls(target, portfolio_name, portfolio, np.stack([e.features for e in usable]),
+                   np.array([label(e, target) for e in usable]), np.array([weight(e, target) for e in usable]),
+                   provenance)
+
+    def rank(self, features: np.ndarray) -> np.ndarray:
+        """Probability per portfolio member (members never seen winning get 0)."""
+        proba = self.model_.predict_proba(np.asarray(features, dtype=np.float64).reshape(1, -1))[0]
+        out = np.zeros(len(self.portfolio))
+        out[self.model_.classes_] = proba
+        return out
+
+    def choose(self, features: np.ndarray, top_k: int = 1) -> tuple[list[int], np.ndarray]:
+        """The `top_k` most probable members (most probable first; ties by portfolio order) and all probabilities."""
+        proba = self.rank(features)
+        order = sorted(range(len(proba)), key=lambda k: (-proba[k], k))
+        return order[:top_k], proba
+
+    def describe(self) -> dict[str, Any]:
+        """What a graph's meta records of the selector that chose its members."""
+        return {"target": self.target, "portfolio": self.portfolio_name, "clusters": len(self.y),
+                "sha256": self.document()["sha256"], **self.provenance}
+
+    def document(self) -> dict[str, Any]:
+        body = {"format": FORMAT, "version": VERSION, "target": self.target,
+                "portfolio": {"name": self.portfolio_name, "members": self.portfolio},
+                "features": list(FEATURES), "feature_version": FEATURE_VERSION,
+                "model": {"kind": "sklearn.ensemble.RandomForestClassifier", "params": FOREST},
+                "provenance": self.provenance,
+                "training": {"x": self.x.tolist(), "y": self.y.tolist(), "w": self.w.tolist()}}
+        return {**body, "sha256": _digest(body)}
+
+    def save(self, path: str | os.PathLike) -> None:
+        from hpc.atomic import write_text_atomic
+
+        write_text_atomic(path, json.dumps(self.document(), allow_nan=False) + "\n")
+
+
+def _digest(body: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical(body).encode()).hexdigest()
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-standard number {name}")
+
+
+def load_selector(name_or_path: str | os.PathLike) -> Selector:
+    """A shipped selector by name (`bic`, `truth`) or a selector file; every check fails in one line."""
+    path = Path(name_or_path)
+    if path.suffix != ".json":
+        path = shipped_dir() / f"{name_or_path}.json"
+        if not path.is_file():
+            known = sorted(p.stem for p in shipped_dir().glob("*.json"))
+            raise PsleError(f"unknown selector {str(name_or_path)!r}; shipped: {', '.join(known)} (or a .json path)")
+    if not path.is_file():
+        raise PsleError(f"{path}: no such file")
+    stat = path.stat()
+    return _load(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int, size: int) -> Selector:
+    """Cached per file version: PEF asks once per run, tests and experiments many times per process."""
+    try:
+        doc = json.loads(Path(path).read_bytes().decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PsleError(f"{path}: not a selector file (not valid JSON: {str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise PsleError(f"{path}: not a selector file (no '{FORMAT}' marker)")
+    if doc.get("version") != VERSION:
+        raise PsleError(f"{path}: selector format version {doc.get('version')!r} is not {VERSION}")
+    digest = doc.pop("sha256", None)
+    if digest != _digest(doc):
+        raise PsleError(f"{path}: selector file is damaged or was edited (checksum mismatch)")
+    if doc.get("features") != list(FEATURES) or doc.get("feature_version") != FEATURE_VERSION:
+        raise PsleError(f"{path}: selector was fit on other features (version {doc.get('feature_version')!r}, "
+                        f"this psle computes version {FEATURE_VERSION}); refit it from records")
+    try:
+        portfolio = doc["portfolio"]
+        members = [dict(m) for m in portfolio["members"]]
+        training = doc["training"]
+        x = np.asarray(training["x"], dtype=np.float64).reshape(-1, len(FEATURES))
+        y, w = np.asarray(training["y"], dtype=np.int64), np.asarray(training["w"], dtype=np.float64)
+        if not (len(x) == len(y) == len(w)) or not np.isfinite(x).all() or not (w > 0).all():
+            raise ValueError("training arrays disagree in length or hold non-finite values")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PsleError(f"{path}: selector file is malformed ({exc})") from None
+    from hpc.learners.members import member_from_spec
+
+    for k, spec in enumerate(members):
+        try:
+            member_from_spec(spec).validate()
+        except PsleError as exc:
+            raise PsleError(f"{path}: portfolio member {k + 1}: {exc}") from None
+    return Selector(doc["target"], str(portfolio.get("name", "?")), members, x, y, w, doc.get("provenance"))

@@ -1,0 +1,224 @@
+"""Member selection: features on degenerate clusters, records (resume, damage), selector files, and
+predicted selection equal to running everything when the selector predicts every BIC winner."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from hpc.data.generate import benchmark_problem
+from hpc.errors import PsleError
+from hpc.learners.bic import covariance
+from hpc.parallel import SerialExecutor
+from hpc.pef.pipeline import PEF
+from hpc.select.features import FEATURES, cluster_features
+from hpc.select.records import RecordsConfig, build_records, read_records, record_problems, restricted_truth
+from hpc.select.selector import Example, Selector, examples_from_rows, label, load_selector, weight
+
+PSLE = [sys.executable, "-m", "hpc.cli"]
+PAIR = [{"method": "fges", "penalty": 2.0, "max_parents": 1000, "faithfulness": False},
+        {"method": "pc-stable", "alpha": 0.05, "depth": 1000, "engine": "numpy"}]
+
+
+def test_features_on_two_variables_are_finite_and_match_hand_values():
+    cov = np.array([[1.0, 0.5], [0.5, 1.0]])
+    f = dict(zip(FEATURES, cluster_features(cov, 100)))
+    assert np.isfinite(list(f.values())).all()
+    assert f["abs_corr_mean"] == pytest.approx(0.5) and f["marginal_density"] == 1.0
+    assert f["marginal_degree_cv"] == 0.0 and f["marginal_degree_skew"] == 0.0  # both have degree 1
+    assert f["p_over_n"] == pytest.approx(0.02) and f["log_p"] == pytest.approx(np.log(2))
+    assert f["top_eigen_fraction"] == pytest.approx(0.75)  # eigenvalues 1.5 and 0.5
+
+
+def test_features_on_collinear_data_are_finite():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((200, 3))
+    x = np.column_stack([a, a[:, 0] + a[:, 1], 2 * a[:, 2]])  # rank 3 of 5: singular covariance
+    f = cluster_features(covariance(x), 200)
+    assert np.isfinite(f).all() and len(f) == len(FEATURES)
+    assert dict(zip(FEATURES, f))["marginal_density"] == pytest.approx(0.3)  # pairs 0-3, 1-3, 2-4 of 10
+
+
+def test_features_see_a_hub():
+    """A variable driving 20 others: its children are all marginally dependent (no tail there), but
+    partial correlations single out the hub as one node with 20 neighbours among nodes with 1."""
+    rng = np.random.default_rng(1)
+    hub = rng.standard_normal(1000)
+    x = np.column_stack([hub] + [0.7 * hub + rng.standard_normal(1000) for _ in range(20)]
+                        + [rng.standard_normal(1000) for _ in range(20)])
+    f = dict(zip(FEATURES, cluster_features(covariance(x), 1000)))
+    assert f["marginal_degree_max"] == pytest.approx(20 / 41, abs=0.05)
+    assert f["partial_degree_max"] == pytest.approx(20 / 41, abs=0.05)
+    assert f["partial_degree_skew"] > 2 > f["marginal_degree_skew"]
+
+
+def test_restricted_truth_is_the_cpdag_of_the_induced_subgraph():
+    from tests.conftest import dag
+
+    g = dag("abcd", "a>c b>c c>d")
+    t = restricted_truth(g, np.array([0, 2, 3]))  # drop b: a -> c -> d has no v-structure left
+    assert t.variables == ("a", "c", "d") and len(t.directed) == 0 and len(t.undirected) == 2
+
+
+def example(bic, quality, seconds, size=50, ok=None):
+    ok = np.ones(len(bic), bool) if ok is None else np.asarray(ok)
+    return Example("p", "er", np.zeros(len(FEATURES)), size, ok, np.asarray(bic, float), np.asarray(quality, float),
+                   np.asarray(seconds, float))
+
+
+def test_labels_break_ties_by_speed_and_skip_failed_runs():
+    e = example([-10, -10, -50], [1.2, 1.5, 1.5], [9.0, 2.0, 1.0])
+    assert label(e, "bic") == 1  # tied BIC: the faster one
+    assert label(e, "truth") == 2  # tied Q: the fastest one
+    failed = example([-10, -20], [0.0, 1.0], [1.0, 1.0], ok=[False, True])
+    assert label(failed, "bic") == 1 and label(failed, "truth") == 1
+    assert weight(e, "truth") == pytest.approx(50 * (0.3 + 0.01)) and weight(e, "bic") == 50
+
+
+@pytest.fixture(scope="module")
+def small_records(tmp_path_factory):
+    path = tmp_path_factory.mktemp("records") / "r.h5"
+    config = RecordsConfig(families=("hub", "bnlearn"), problems_per_family=1, min_nodes=120, max_nodes=160,
+                           networks=("insurance",), time_limit=60)
+    store = build_records(config, PAIR, path, SerialExecutor())
+    return path, config, store
+
+
+def test_records_hold_every_member_on_every_cluster_and_resume_without_rerunning(small_records, monkeypatch):
+    path, config, store = small_records
+    doc = read_records(path)
+    assert len(doc["rows"]) == len(store.rows) > 0 and len(doc["done_problems"]) == 2
+    examples = examples_from_rows(doc["rows"], [0, 1])
+    assert len(examples) * 2 == len(doc["rows"]) and {e.family for e in examples} == {"hub", "bnlearn"}
+    assert all(r["status"] == "ok" and 0 <= r["f1_adjacent"] <= 1 for r in doc["rows"])
+    # Resuming finds nothing to do: any member run would fail this test.
+    import hpc.select.records as records
+
+    monkeypatch.setattr(records, "run_member", lambda *a: pytest.fail("a finished run was run again"))
+    again = build_records(config, PAIR, path, SerialExecutor())
+    assert again.rows.keys() == store.rows.keys()
+    with pytest.raises(PsleError, match="other settings"):
+        build_records(RecordsConfig(families=("hub",)), PAIR, path, SerialExecutor())
+
+
+def test_damaged_records_are_refused(small_records, tmp_path):
+    path = small_records[0]
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(path.read_bytes())
+    with h5py.File(bad, "r+") as f:
+        f["records/f1_adjacent"][0] = 0.123  # a silent edit the checksum must catch
+    with pytest.raises(PsleError, match="checksum"):
+        read_records(bad)
+    junk = tmp_path / "junk.h5"
+    junk.write_bytes(b"not hdf5")
+    with pytest.raises(PsleError, match="damaged|not a psle"):
+        read_records(junk)
+
+
+def test_problems_never_use_the_papers_test_networks_by_default():
+    problems = record_problems(RecordsConfig(families=("bnlearn",), problems_per_family=30))
+    assert {p.network for p in problems}.isdisjoint({"alarm", "asia", "child", "hailfinder", "pigs"})
+    assert len({p.seed for p in problems}) == 30
+
+
+def fitted(tmp_path, target="truth"):
+    x = np.random.default_rng(0).standard_normal((20, len(FEATURES)))
+    sel = Selector(target, "pair", PAIR, x, (x[:, 0] > 0).astype(int), np.ones(20))
+    sel.save(tmp_path / "s.json")
+    return sel, tmp_path / "s.json"
+
+
+def test_selector_file_round_trips_to_the_same_predictions(tmp_path):
+    sel, path = fitted(tmp_path)
+    loaded = load_selector(path)
+    for row in np.random.default_rng(1).standard_normal((10, len(FEATURES))):
+        assert np.array_equal(sel.rank(row), loaded.rank(row))
+    assert loaded.portfolio == PAIR and loaded.target == "truth"
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: d["training"]["y"].__setitem__(0, 1 - d["training"]["y"][0]), "checksum"),
+    (lambda d: d.update(format="something-else"), "not a selector file"),
+    (lambda d: d.update(version=99), "format version"),
+])
+def test_bad_selector_files_are_refused_in_one_line(tmp_path, damage, message):
+    _, path = fitted(tmp_path)
+    doc = json.loads(path.read_text())
+    damage(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(PsleError, match=message) as err:
+        load_selector(path)
+    assert "\n" not in str(err.value)
+
+
+def test_selector_of_other_features_or_not_json_is_refused(tmp_path):
+    _, path = fitted(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["features"] = doc["features"][:-1]
+    doc.pop("sha256")
+    from hpc.select.selector import _digest
+
+    path.write_text(json.dumps({**doc, "sha256": _digest(doc)}))
+    with pytest.raises(PsleError, match="other features"):
+        load_selector(path)
+    path.write_bytes(b"\xff\xfe{")
+    with pytest.raises(PsleError, match="not valid JSON"):
+        load_selector(path)
+    with pytest.raises(PsleError, match="unknown selector"):
+        load_selector("no-such-selector")
+
+
+def test_a_selector_for_another_portfolio_is_refused_before_any_work(tmp_path):
+    sel, _ = fitted(tmp_path)
+    pef = PEF(PAIR[:1], selection="predicted", selector=sel)
+    with pytest.raises(PsleError, match="portfolio 'pair'"):
+        pef.validate()
+    with pytest.raises(PsleError, match="top_k"):
+        PEF(None, selection="predicted", selector=sel, top_k=3).validate()
+
+
+def test_predicted_selection_equals_running_all_when_it_predicts_every_bic_winner():
+    problem = benchmark_problem(240, 5, network="insurance")
+    everything = PEF(PAIR, progress=False).fit(problem.data, problem.variables)
+    assert everything.status_ == "ok"
+    features = np.stack([cluster_features(covariance(problem.data[:, c]), problem.n) for c in everything.clusters_])
+    winners = np.array(everything.winners_)
+    selector = Selector("bic", "pair", PAIR, features, winners, np.ones(len(winners)))
+    chosen = PEF(PAIR, progress=False, selection="predicted", selector=selector).fit(problem.data, problem.variables)
+    assert [s["ran"] for s in chosen.selections_] == [[w] for w in winners.tolist()]
+    ran = sum(r is not None for runs in chosen.cluster_runs_ for r in runs)
+    assert ran == len(winners) < 2 * len(winners)
+    assert chosen.graph_ == everything.graph_
+    clusters = chosen.result_meta()["clusters"]
+    assert all(len(c["selection"]["probabilities"]) == 2 and "features" in c["selection"] for c in clusters)
+    assert sum(r["status"] == "not run" for c in clusters for r in c["runs"]) == len(winners)
+
+
+def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
+    records = small_records[0]
+    sel = tmp_path / "sel.json"
+    fit = subprocess.run([*PSLE, "selector", "fit", str(records), "--target", "truth", "-o", str(sel)],
+                         capture_output=True, text=True)
+    assert fit.returncode == 0, fit.stderr
+    score = subprocess.run([*PSLE, "selector", "score", str(records), "--selector", str(sel), "--json"],
+                           capture_output=True, text=True)
+    assert score.returncode == 0, score.stderr
+    row = json.loads(score.stdout)[0]
+    assert row["q"] <= row["q_oracle"] + 1e-12 and 0 <= row["picks_truth_winner"] <= 1
+    data = tmp_path / "d.h5"
+    subprocess.run([*PSLE, "generate", "--graph", "hub", "--nodes", "150", "--seed", "3", "-o", str(data)], check=True,
+                   capture_output=True)
+    out = tmp_path / "g.json"
+    learn = subprocess.run([*PSLE, "learn", str(data), "--selection", "predicted", "--selector", str(sel), "--serial",
+                            "-o", str(out)], capture_output=True, text=True)
+    assert learn.returncode == 0, learn.stderr
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["selection"] == "predicted" and meta["status"] == "ok" and meta["selector"]["target"] == "truth"
+    wrong = subprocess.run([*PSLE, "learn", str(data), "--selection", "predicted", "--selector", str(sel),
+                            "--sle", "learned", "-o", str(tmp_path / "h.json")], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "portfolio" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "h.json").exists()
