@@ -196,7 +196,8 @@ def _train(args: argparse.Namespace) -> None:
         return
     training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
-    config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training)
+    config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training,
+                         objective=args.objective)
     with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
         announce_dashboard(executor)
         result = train(config, args.checkpoint, executor)
@@ -217,7 +218,7 @@ def _submit_train(args: argparse.Namespace) -> None:
     argv = ["-o", str(Path(args.output).resolve()), "--checkpoint", str(Path(args.checkpoint).resolve()),
             "--k", str(args.k), "--trials", str(args.trials), "--problems", str(args.problems),
             "--min-nodes", str(args.min_nodes), "--max-nodes", str(args.max_nodes), "--samples", str(args.samples),
-            "--seed", str(args.seed), "--time-limit", str(args.time_limit)]
+            "--seed", str(args.seed), "--time-limit", str(args.time_limit), "--objective", args.objective]
     argv += ["--networks", *args.networks] if args.networks else []
     argv += ["--workers", str(args.workers)] if args.workers else []
     folder = Path(args.checkpoint).resolve().parent / ".submitit"
@@ -415,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the library)")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--time-limit", type=float, default=300.0, metavar="SECONDS", help="per member run")
+    tr.add_argument("--objective", choices=["portfolio", "bic"], default="portfolio",
+                    help="portfolio (the paper's Q(A, D): the best member's Q, what a perfect selector reaches) or "
+                         "bic (the Q of the member the BIC rule returns)")
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
     tr.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
     tr.add_argument("--serial", action="store_true", help="no dask: evaluate in this process")

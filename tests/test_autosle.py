@@ -100,3 +100,15 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(tmp_path):
         runs = f["evaluations/runs"][()]
     assert runs.max() == 1, "a finished evaluation was computed twice"
     assert "reused" in result.stderr
+
+
+def test_ensemble_quality_by_objective_by_hand():
+    from hpc.autosle.train import TrainConfig, ensemble_quality
+
+    q = [np.array([1.0, 0.5, 0.9]), np.array([0.6, 1.2, 0.3])]
+    bic = [np.array([-10.0, -5.0, np.nan]), np.array([-5.0, -1.0, np.nan])]  # problem 2: both runs failed
+    assert ensemble_quality(q, bic, "portfolio").tolist() == [1.0, 1.2, 0.9]
+    # BIC prefers member 2 on problems 0 and 1: its Q is what the SLE returns, worse on problem 0.
+    assert ensemble_quality(q, bic, "bic").tolist() == [0.6, 1.2, 0.0]
+    # The default objective stays out of the checkpoint's settings, so older checkpoints still resume.
+    assert "objective" not in TrainConfig().settings() and TrainConfig(objective="bic").settings()["objective"] == "bic"

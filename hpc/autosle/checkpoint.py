@@ -71,11 +71,14 @@ class Checkpoint:
                 seconds = f["evaluations/seconds"][()]
                 status = [s.decode() if isinstance(s, bytes) else s for s in f["evaluations/status"][()]]
                 runs = f["evaluations/runs"][()]
+                # Checkpoints written before BIC was kept have none: the paper's objective does not need it.
+                bics = f["evaluations/bic"][()] if "evaluations/bic" in f else np.full(len(keys), np.nan)
                 self.rounds = json.loads(f.attrs.get("rounds", "[]"))
             except KeyError as exc:
                 raise PsleError(f"{self.path}: checkpoint is incomplete ({exc})") from None
-        for k, q, s, st, n in zip(keys, quality, seconds, status, runs):
-            self.evaluations[k] = {"quality": float(q), "seconds": float(s), "status": st, "runs": int(n)}
+        for k, q, s, st, n, b in zip(keys, quality, seconds, status, runs, bics):
+            self.evaluations[k] = {"quality": float(q), "seconds": float(s), "status": st, "runs": int(n),
+                                   "bic": None if np.isnan(b) else float(b)}
 
     def get(self, spec: dict[str, Any], problem: int) -> dict[str, Any] | None:
         return self.evaluations.get(self.key(spec, problem))
@@ -83,7 +86,8 @@ class Checkpoint:
     def put(self, spec: dict[str, Any], problem: int, result: dict[str, Any]) -> None:
         key = self.key(spec, problem)
         runs = self.evaluations.get(key, {}).get("runs", 0) + 1  # > 1 would mean work was redone: audited by tests
-        self.evaluations[key] = {**{k: result[k] for k in ("quality", "seconds", "status")}, "runs": runs}
+        self.evaluations[key] = {**{k: result[k] for k in ("quality", "seconds", "status")}, "runs": runs,
+                                 "bic": result.get("bic")}
         self.save()
 
     def set_rounds(self, rounds: list[dict[str, Any]]) -> None:
@@ -105,5 +109,7 @@ class Checkpoint:
                 g.create_dataset("quality", data=np.array([v["quality"] for _, v in items], dtype=np.float64))
                 g.create_dataset("seconds", data=np.array([v["seconds"] for _, v in items], dtype=np.float64))
                 g.create_dataset("runs", data=np.array([v["runs"] for _, v in items], dtype=np.int64))
+                g.create_dataset("bic", data=np.array([np.nan if v["bic"] is None else v["bic"] for _, v in items],
+                                                      dtype=np.float64))
                 g.create_dataset("status", data=np.array([v["status"] for _, v in items], dtype=object),
                                  dtype=strings)

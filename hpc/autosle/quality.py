@@ -1,4 +1,5 @@
-"""Q(theta, D) = F1-adjacency + F1-arrowhead of one member on one training problem (0 if it fails)."""
+"""Q(theta, D) = F1-adjacency + F1-arrowhead of one member on one training problem (0 if it fails),
+with the output's BIC (None if it fails), which the `bic` objective chooses members by."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ def member_quality(spec: dict[str, Any], problem: ProblemSpec, time_limit: float
     try:
         member.fit_covariance(cov, n, variables)
     except LearnerError:
-        return {"quality": 0.0, "status": "failed", "seconds": time.perf_counter() - start}
+        return {"quality": 0.0, "bic": None, "status": "failed", "seconds": time.perf_counter() - start}
     if member.status_ != OK:
-        return {"quality": 0.0, "status": member.status_, "seconds": time.perf_counter() - start}
+        return {"quality": 0.0, "bic": None, "status": member.status_, "seconds": time.perf_counter() - start}
     m = compare(member.graph_, truth)
-    return {"quality": m.f1_adjacent + m.f1_arrowhead, "status": OK, "seconds": time.perf_counter() - start}
+    return {"quality": m.f1_adjacent + m.f1_arrowhead, "bic": member.bic_, "status": OK,
+            "seconds": time.perf_counter() - start}

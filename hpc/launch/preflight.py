@@ -62,7 +62,7 @@ def check_task(cfg: Any) -> None:
 
     from hpc.data.generate import GRAPH_MODELS
     from hpc.data.networks import network_names
-    from hpc.launch.tasks import build_learner
+    from hpc.launch.tasks import build_learner, selection_settings
 
     if cfg.task not in ("learn", "train"):
         raise PsleError(f"task={cfg.task}: must be learn or train")
@@ -87,6 +87,7 @@ def check_task(cfg: Any) -> None:
     else:
         raise PsleError(f"dataset.kind={ds.kind}: must be bnlearn, file or one of {', '.join(GRAPH_MODELS)}")
     try:
-        build_learner(cfg.method, cfg.time_limit, None, wall_limit=cfg.get("wall_limit")).validate()
+        build_learner(cfg.method, cfg.time_limit, None, wall_limit=cfg.get("wall_limit"),
+                      **selection_settings(cfg)).validate()
     except PsleError as exc:
         raise PsleError(f"method={cfg.method.name}: {exc}") from None

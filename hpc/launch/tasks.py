@@ -23,8 +23,17 @@ def dataset_tag(ds: Any) -> str:
     return f"{ds.network}-{ds.nodes}"
 
 
+def method_label(cfg: Any) -> str:
+    """The method's name in results; `selection=predicted` on a method config without its own selection
+    (`method=p-sle selection=predicted selector=bic`) is told apart as `p-sle-bic[-top<k>]`."""
+    if cfg.method.get("selection") is not None or cfg.get("selection", "all") == "all":
+        return cfg.method.name
+    top_k = cfg.get("top_k", 1)
+    return f"{cfg.method.name}-{Path(str(cfg.selector)).stem}" + (f"-top{top_k}" if top_k != 1 else "")
+
+
 def result_path(cfg: Any) -> Path:
-    return Path(cfg.results_dir) / cfg.method.name / dataset_tag(cfg.dataset) / f"seed{cfg.seed}.json"
+    return Path(cfg.results_dir) / method_label(cfg) / dataset_tag(cfg.dataset) / f"seed{cfg.seed}.json"
 
 
 def load_dataset(ds: Any, seed: int):
@@ -49,19 +58,31 @@ def load_dataset(ds: Any, seed: int):
 
 
 def build_learner(method: Any, time_limit: float | None, executor: Any, progress: bool = True,
-                  wall_limit: float | None = None):
+                  wall_limit: float | None = None, selection: str = "all", selector: str | None = None,
+                  top_k: int = 1):
+    """The estimator a method config stands for; with `selection` "predicted" a PEF whose ensemble
+    must be the selector's portfolio."""
     from hpc.learners.ensemble import SLE, load_sle
     from hpc.learners.members import member_from_spec
     from hpc.parallel import allocated_cpus
     from hpc.pef.pipeline import PEF
 
+    if selection != "all" and not (method.pef and method.get("sle")):
+        raise PsleError(f"selection={selection} applies to PEF around an ensemble (method=p-sle), not {method.name}")
     members = load_sle(method.sle)[1] if method.get("sle") else [dict(m) for m in method.members]
     if method.pef:
-        return PEF(members, time_limit, executor=executor, progress=progress, wall_limit=wall_limit)
+        return PEF(members, time_limit, executor=executor, progress=progress, wall_limit=wall_limit,
+                   selection=selection, selector=selector, top_k=top_k)
     if len(members) == 1:  # runs alone, in this process: its run is the whole run, so both limits apply
         limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)
         return member_from_spec(members[0], limit, allocated_cpus())
     return SLE(members, time_limit, executor, wall_limit=wall_limit)
+
+
+def selection_settings(cfg: Any) -> dict[str, Any]:
+    """Selection keys of the method config (e.g. method=p-sle-truth), else the top-level ones."""
+    defaults = {"selection": "all", "selector": None, "top_k": 1}
+    return {k: cfg.method.get(k, cfg.get(k, v)) for k, v in defaults.items()}
 
 
 def learn_task(cfg: Any) -> dict[str, Any]:
@@ -82,12 +103,13 @@ def learn_task(cfg: Any) -> dict[str, Any]:
             announce_dashboard(executor)
         # Timed from here: starting the dask cluster is set-up, not the method's work.
         start = time.perf_counter()
-        learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True), cfg.get("wall_limit"))
+        learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True), cfg.get("wall_limit"),
+                                **selection_settings(cfg))
         learner.fit(x, variables)
         seconds = time.perf_counter() - start
     # A run over its wall limit, or a PEF run with a cluster that got no result, is not the method's answer.
     status = learner.status_
-    row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": cfg.method.name,
+    row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": method_label(cfg),
                            "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
                            "edges": None if truth is None else len(truth.directed),
                            "seed": cfg.seed, "status": status, "seconds": round(seconds, 3),
@@ -99,7 +121,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         row["clusters_finished"] = sum(w is not None for w in learner.winners_)  # how far a timed-out run got
     # The learner's own account (per-cluster runs, winners and seconds, fusion statistics) travels with the graph,
     # or, with no graph to score, stands alone: which member runs finished, failed or were cut, and when, says why.
-    account = {**learner.result_meta(), "method": cfg.method.name, "seed": cfg.seed}
+    account = {**learner.result_meta(), "method": method_label(cfg), "seed": cfg.seed}
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
         write_json(graph_file, learner.graph_, account)
@@ -124,7 +146,8 @@ def train_task(cfg: Any) -> dict[str, Any]:
     t = cfg.train
     training = TrainingConfig(problems=t.problems, min_nodes=t.min_nodes, max_nodes=t.max_nodes, samples=t.samples,
                               seed=cfg.seed, networks=tuple(t.get("networks") or ()))
-    config = TrainConfig(k=t.k, trials=t.trials, seed=cfg.seed, time_limit=cfg.time_limit, training=training)
+    config = TrainConfig(k=t.k, trials=t.trials, seed=cfg.seed, time_limit=cfg.time_limit, training=training,
+                         objective=t.get("objective", "portfolio"))
     folder = Path(cfg.results_dir)
     folder.mkdir(parents=True, exist_ok=True)
     with make_executor(cfg.executor) as executor:
