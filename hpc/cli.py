@@ -14,9 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hpc.data.generate import GRAPH_MODELS
+from hpc.data.generate import FAMILIES, GRAPH_MODELS
 from hpc.errors import PsleError
-from hpc.select.records import FAMILIES
 
 
 def _generate(args: argparse.Namespace) -> None:

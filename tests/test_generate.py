@@ -100,3 +100,19 @@ def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(tmp_path):
 def test_bad_generator_arguments(kwargs, message):
     with pytest.raises(PsleError, match=message):
         benchmark_problem(**kwargs)
+
+
+def test_hub_model_has_its_hubs_on_top_of_the_background():
+    from hpc.data.generate import HUB_DEGREE, NODES_PER_HUB
+    from hpc.graphs.equivalence import is_dag
+
+    g = random_dag("hub", 1000, np.random.default_rng(3), edges_per_node=1)
+    assert is_dag(g)
+    hubs = 1000 // NODES_PER_HUB
+    out_degree = np.bincount(g.directed[:, 0], minlength=g.p)
+    in_degree = np.bincount(g.directed[:, 1], minlength=g.p)
+    # Half the hubs have 30 children, half 30 parents (plus their few background edges).
+    assert (np.sort(out_degree)[-hubs // 2:] >= HUB_DEGREE).all() and (np.sort(in_degree)[-hubs // 2:] >= HUB_DEGREE).all()
+    assert 1000 + hubs * HUB_DEGREE - 60 <= len(g.directed) <= 1000 + hubs * HUB_DEGREE  # few overlaps removed
+    background = np.sort(np.maximum(out_degree, in_degree))[: -hubs]
+    assert background.max() < HUB_DEGREE // 2

@@ -166,3 +166,30 @@ def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch
     assert {str(j) for j in hosts.values()} <= jobs_since(before)
     local = PEF([{"method": "fges"}], progress=False).fit(problem.data, problem.variables)
     assert fitted.graph_ == local.graph_
+
+
+def test_records_run_as_a_slurm_array_and_a_selector_fits_from_its_shards(tmp_path):
+    """slurm/templates/psle_records.sbatch: two array tasks, one records file each, one selector from both."""
+    portfolio = tmp_path / "pair.yaml"
+    portfolio.write_text(yaml.safe_dump({"name": "pair", "members": [
+        {"method": "fges", "penalty": 2.0}, {"method": "pc-stable", "alpha": 0.05, "engine": "numpy"}]}))
+    out = tmp_path / "records"
+    options = ["--families", "hub", "ws", "--problems-per-family", "1", "--min-nodes", "60", "--max-nodes", "80",
+               "--portfolio", str(portfolio), "--time-limit", "120"]
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    submit = subprocess.run(["sbatch", "--parsable", "--wait", "--array=0-1", "--mem=2G", "--cpus-per-task=1",
+                             f"--output={tmp_path}/r-%A_%a.out", "slurm/templates/psle_records.sbatch", str(out),
+                             *options], capture_output=True, text=True, env=env, timeout=600,
+                            cwd=Path(__file__).resolve().parents[1])
+    logs = "".join(p.read_text() for p in tmp_path.glob("r-*.out"))
+    assert submit.returncode == 0, submit.stderr + logs
+    shards = sorted(out.glob("records-*.h5"))
+    assert [p.name for p in shards] == ["records-0.h5", "records-1.h5"], logs
+    from hpc.select.records import read_records
+
+    families = [{json.loads(r["key"].rpartition("#")[0].rpartition("#")[0])["family"] for r in read_records(p)["rows"]}
+                for p in shards]
+    assert sorted(map(sorted, families)) == [["hub"], ["ws"]]  # each task ran its own share
+    fit = subprocess.run([str(BIN / "psle"), "selector", "fit", *map(str, shards), "--target", "bic",
+                          "-o", str(tmp_path / "s.json")], capture_output=True, text=True)
+    assert fit.returncode == 0 and "hub, ws" in fit.stderr, fit.stderr

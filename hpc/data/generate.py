@@ -21,6 +21,8 @@ from hpc.graphs.pdag import PDAG, pair_keys
 #: Bumped whenever the sequence of random draws changes (stored in problem files).
 GENERATOR_VERSION = 1
 GRAPH_MODELS = ("er", "sf", "ws", "hub")
+#: Every kind of problem the generator makes: bnlearn replicas and the random graph models.
+FAMILIES = ("bnlearn", *GRAPH_MODELS)
 #: Children (out-hubs) or parents (in-hubs) of each hub in the `hub` model.
 HUB_DEGREE = 30
 #: Variables per hub in the `hub` model.

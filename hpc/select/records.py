@@ -26,6 +26,7 @@ import numpy as np
 
 from hpc.atomic import atomic_path
 from hpc.autosle.checkpoint import canonical, fingerprint
+from hpc.data.generate import FAMILIES
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
@@ -36,10 +37,6 @@ from hpc.select.features import FEATURE_VERSION, FEATURES, cluster_features
 
 FORMAT = "psle-selection-records"
 VERSION = 1
-FAMILIES = ("bnlearn", "er", "sf", "ws", "hub")
-#: The paper's ten test networks (Table V): never drawn for training records by default.
-TEST_NETWORKS = ("alarm", "asia", "cancer", "child", "earthquake", "hailfinder", "healthcare", "mildew", "pigs",
-                 "survey")
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ class RecordsConfig:
     max_nodes: int = 2000
     samples: int = 1000
     seed: int = 1
-    networks: tuple[str, ...] = ()  # bnlearn pool; empty = library networks of <= 250 nodes minus TEST_NETWORKS
+    networks: tuple[str, ...] = ()  # bnlearn pool; empty = default_pool()
     time_limit: float | None = 300.0
 
     def settings(self, portfolio: list[dict[str, Any]]) -> dict[str, Any]:
@@ -72,9 +69,10 @@ class RecordProblem:
 
 
 def default_pool() -> list[str]:
-    from hpc.data.networks import load_network, network_names
+    """Library networks of at most 250 nodes, minus the paper's ten test networks (never trained on)."""
+    from hpc.data.networks import PAPER_TEST_NETWORKS, load_network, network_names
 
-    return [n for n in network_names() if n not in TEST_NETWORKS and load_network(n).p <= 250]
+    return [n for n in network_names() if n not in PAPER_TEST_NETWORKS and load_network(n).p <= 250]
 
 
 def record_problems(config: RecordsConfig) -> list[RecordProblem]:
