@@ -76,6 +76,8 @@ def test_labels_break_ties_by_speed_and_skip_failed_runs():
     assert label(e, "truth") == 2  # tied Q: the fastest one
     failed = example([-10, -20], [0.0, 1.0], [1.0, 1.0], ok=[False, True])
     assert label(failed, "bic") == 1 and label(failed, "truth") == 1
+    none = example([-10, -20], [0.0, 0.0], [60.0, 30.0], ok=[False, False])
+    assert label(none, "bic") == 1 == label(none, "truth")  # nothing worked: the fastest to fail
     assert weight(e, "truth") == pytest.approx(50 * (0.3 + 0.01)) and weight(e, "bic") == 50
 
 
@@ -222,3 +224,24 @@ def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
                             "--sle", "learned", "-o", str(tmp_path / "h.json")], capture_output=True, text=True)
     assert wrong.returncode == 2 and "portfolio" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "h.json").exists()
+
+
+def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
+    import hpc.pef.pipeline as pipeline
+    from hpc.learners.ensemble import MemberRun, run_member
+
+    def fges_fails(spec, *args):
+        if spec["method"] == "fges":
+            return MemberRun(dict(spec), "failed", None, None, None, 0.1, "planted failure")
+        return run_member(spec, *args)
+
+    monkeypatch.setattr(pipeline, "run_member", fges_fails)
+    problem = benchmark_problem(120, 2, network="insurance")
+    always_fges = Selector("truth", "pair", PAIR, np.zeros((3, len(FEATURES))), np.zeros(3, int), np.ones(3))
+    with pytest.warns(UserWarning, match="planted failure"):
+        pef = PEF(PAIR, progress=False, selection="predicted", selector=always_fges).fit(problem.data,
+                                                                                       problem.variables)
+    assert pef.status_ == "ok" and set(pef.winners_) == {1}
+    assert all(s["ran"] == [0, 1] for s in pef.selections_)
+    pc_only = PEF(PAIR[1:], progress=False).fit(problem.data, problem.variables)
+    assert pef.graph_ == pc_only.graph_

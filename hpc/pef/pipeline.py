@@ -68,7 +68,9 @@ class PEF:
 
     `selection` "all" runs every member on every cluster (the paper); "predicted" runs the `top_k`
     members `selector` (a Selector, or a shipped name / file for load_selector) ranks highest and
-    keeps the best BIC among them. `members` must then be the selector's portfolio (None: take it).
+    keeps the best BIC among them; where they all fail or time out, the next most probable member runs
+    (until one succeeds, all have run, or the wall limit passes). `members` must then be the
+    selector's portfolio (None: take it).
     """
 
     def __init__(self, members: list[dict[str, Any]] | None, time_limit: float | None = None,
@@ -114,11 +116,19 @@ class PEF:
         if self.selection == "all":
             return list(range(len(self.members))), None
         if cov.shape[0] < 2:  # no edge is possible: any one member gives the answer
-            return [0], {"ran": [0], "reason": "single variable"}
+            return [0], {"order": [0], "reason": "single variable"}
         features = cluster_features(cov, n)
-        chosen, proba = self._selector().choose(features, self.top_k)
-        return chosen, {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, features)},
-                        "probabilities": [round(float(q), 4) for q in proba], "ran": chosen}
+        order, proba = self._selector().choose(features, len(self.members))
+        return order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, features)},
+                                    "probabilities": [round(float(q), 4) for q in proba], "order": order}
+
+    def _fallback(self, runs: list[MemberRun | None], plan: dict[str, Any] | None,
+                  deadline: float | None) -> int | None:
+        """The next member to try on a cluster whose predicted members all failed or timed out: the
+        most probable one not yet run (None under `selection="all"`, when all ran, or past the deadline)."""
+        if plan is None or best_run(runs) is not None or (deadline is not None and time.time() > deadline):
+            return None
+        return next((k for k in plan["order"] if runs[k] is None), None)
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
         self.validate()
@@ -147,23 +157,29 @@ class PEF:
             start = time.perf_counter()
             show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members)} "
                       "member runs chosen")
-        tasks, where = [], []
-        threads = executor.task_threads(sum(len(p[0]) for p in plans))
-        for c, cov in jobs:
-            shared = executor.scatter(cov, broadcast=False)  # shared by the cluster's members
-            names = tuple(variables[i] for i in clusters[c])
-            for k in plans[c][0]:
-                tasks.append((self.members[k], shared, n, names, self.time_limit, threads, deadline))
-                where.append((c, k))
+        data = {c: (executor.scatter(cov, broadcast=False), tuple(variables[i] for i in clusters[c]))
+                for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
         runs: list[list[MemberRun | None]] = [[None] * len(self.members) for _ in clusters]
-        per_cluster_left = [len(p[0]) for p in plans]
+        wave = [(c, k) for c, _ in jobs for k in plans[c][0]]
+        threads = executor.task_threads(len(wave))
+        pending = [len(p[0]) for p in plans]
         done = 0
-        for t, run in executor.run(run_member, tasks):
-            c, k = where[t]
-            runs[c][k] = run
-            per_cluster_left[c] -= 1
-            done += per_cluster_left[c] == 0
-            show("estimation (clusters)", done, len(clusters))
+        while wave:  # one wave under selection "all"; then fallbacks for clusters whose predicted runs all failed
+            tasks = [(self.members[k], data[c][0], n, data[c][1], self.time_limit, threads, deadline) for c, k in wave]
+            retry = []
+            for t, run in executor.run(run_member, tasks):
+                c, k = wave[t]
+                runs[c][k] = run
+                pending[c] -= 1
+                if pending[c] == 0:
+                    k_next = self._fallback(runs[c], plans[c][1], deadline)
+                    if k_next is None:
+                        done += 1
+                    else:
+                        retry.append((c, k_next))
+                        pending[c] += 1
+                show("estimation (clusters)", done, len(clusters))
+            wave = retry
         expired = deadline is not None and time.time() > deadline  # then one note, not a warning per run
         directed = []
         winners: list[int | None] = []
@@ -185,7 +201,9 @@ class PEF:
         union = PDAG(variables, np.concatenate(directed) if directed else np.empty((0, 2), dtype=np.int64))
         seconds["estimation"] = time.perf_counter() - start
         self.clusters_, self.cluster_runs_, self.winners_ = clusters, runs, winners
-        self.selections_ = [p[1] for p in plans]
+        self.selections_ = [None if plan is None else {**{k: v for k, v in plan.items() if k != "order"},
+                                                       "ran": [k for k in plan["order"] if r[k] is not None]}
+                            for (_, plan), r in zip(plans, runs)]
         self.status_ = lost_status([r.status for c, w in enumerate(winners) if w is None for r in runs[c]
                                     if r is not None])
         self.dag_ = self.graph_ = self.fusion_stats_ = None
