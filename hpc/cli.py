@@ -305,9 +305,8 @@ def _selector_score(args: argparse.Namespace) -> None:
         from hpc.select.records import read_records
 
         examples = [e for p in args.records for e in examples_from_rows(read_records(p)["rows"], index)]
-        ranked = [selector.choose(e.features, args.top_k)[0] for e in examples]
-        rows = [{"held_out": "-", **selection_quality(examples, [r[0] for r in ranked],
-                                                      ranked if args.top_k > 1 else None)}]
+        orders = [selector.choose(e.features, len(selector.portfolio))[0] for e in examples]
+        rows = [{"held_out": "-", **selection_quality(examples, orders, args.top_k)}]
     else:
         name, members, examples = _selection_examples(args.records, args.portfolio, [])
         rows = cross_validate(examples, args.target, name, members, args.by, args.top_k)

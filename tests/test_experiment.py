@@ -75,6 +75,10 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     (["method=fges", "+method.members.0.alpha=0.1"], "method=fges: fges: unknown parameter(s) alpha"),
     (["method=p-pc-stable", "+method.members.0.alpha=2"], "method=p-pc-stable: pc-stable(alpha=2"),
     (["task=tune"], "task=tune: must be learn or train"),
+    (["method=p-fges", "selection=predicted"], "method=p-fges: selection=predicted applies to PEF around an ensemble"),
+    (["selection=predicted", "selector=truth"], "method=p-sle: the selector was trained for portfolio 'portfolio'"),
+    (["method=p-sle-bic", "method.top_k=9"], "method=p-sle-bic: top_k must be a whole number in [1, 4]"),
+    (["selection=maybe"], "method=p-sle: selection must be one of all, predicted"),
 ])
 def test_a_tasks_settings_are_checked_before_it_runs(overrides, message):
     from hydra import compose, initialize_config_dir
@@ -96,3 +100,19 @@ def test_a_bad_setting_is_one_line_and_nothing_is_written(tmp_path):
     assert run.stderr.strip().splitlines() == [
         f"psle-experiment: error: dataset.network=nope: unknown network; known: {', '.join(network_names())}"]
     assert [p.name for p in (tmp_path / "default").iterdir()] == [".hydra"]  # Hydra's own log of the attempt
+
+
+def test_selection_names_the_results_apart_from_the_papers_p_sle():
+    from omegaconf import OmegaConf
+
+    from hpc.launch.tasks import method_label, selection_settings
+
+    p_sle = {"name": "p-sle", "pef": True, "sle": "learned"}
+    paper = OmegaConf.create({"method": p_sle, "selection": "all", "selector": "truth", "top_k": 1})
+    assert method_label(paper) == "p-sle" and selection_settings(paper)["selection"] == "all"
+    top2 = OmegaConf.create({"method": p_sle, "selection": "predicted", "selector": "/x/bic.json", "top_k": 2})
+    assert method_label(top2) == "p-sle-bic-top2"
+    own = OmegaConf.create({"method": {**p_sle, "name": "p-sle-bic", "selection": "predicted", "selector": "bic"},
+                            "selection": "all", "selector": "truth", "top_k": 1})
+    assert method_label(own) == "p-sle-bic" and selection_settings(own) == {
+        "selection": "predicted", "selector": "bic", "top_k": 1}

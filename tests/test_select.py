@@ -17,7 +17,7 @@ from hpc.parallel import SerialExecutor
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.records import RecordsConfig, build_records, read_records, record_problems, restricted_truth
-from hpc.select.selector import Example, Selector, examples_from_rows, label, load_selector, weight
+from hpc.select.selector import Example, Selector, examples_from_rows, label, load_selector, scores
 
 PSLE = [sys.executable, "-m", "hpc.cli"]
 PAIR = [{"method": "fges", "penalty": 2.0, "max_parents": 1000, "faithfulness": False},
@@ -70,15 +70,16 @@ def example(bic, quality, seconds, size=50, ok=None):
                    np.asarray(seconds, float))
 
 
-def test_labels_break_ties_by_speed_and_skip_failed_runs():
+def test_labels_and_scores_break_ties_by_speed_and_skip_failed_runs():
     e = example([-10, -10, -50], [1.2, 1.5, 1.5], [9.0, 2.0, 1.0])
     assert label(e, "bic") == 1  # tied BIC: the faster one
     assert label(e, "truth") == 2  # tied Q: the fastest one
     failed = example([-10, -20], [0.0, 1.0], [1.0, 1.0], ok=[False, True])
     assert label(failed, "bic") == 1 and label(failed, "truth") == 1
+    assert scores(failed, "truth").tolist() == [0.0, 1.0]  # a failed run counts as giving nothing
     none = example([-10, -20], [0.0, 0.0], [60.0, 30.0], ok=[False, False])
     assert label(none, "bic") == 1 == label(none, "truth")  # nothing worked: the fastest to fail
-    assert weight(e, "truth") == pytest.approx(50 * (0.3 + 0.01)) and weight(e, "bic") == 50
+    assert scores(e, "truth").tolist() == [1.2, 1.5, 1.5] and scores(e, "bic").tolist() == [0, 1, 0]
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_problems_never_use_the_papers_test_networks_by_default():
 
 def fitted(tmp_path, target="truth"):
     x = np.random.default_rng(0).standard_normal((20, len(FEATURES)))
-    sel = Selector(target, "pair", PAIR, x, (x[:, 0] > 0).astype(int), np.ones(20))
+    sel = Selector(target, "pair", PAIR, x, np.eye(2)[(x[:, 0] > 0).astype(int)], np.ones(20))
     sel.save(tmp_path / "s.json")
     return sel, tmp_path / "s.json"
 
@@ -143,7 +144,7 @@ def test_selector_file_round_trips_to_the_same_predictions(tmp_path):
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda d: d["training"]["y"].__setitem__(0, 1 - d["training"]["y"][0]), "checksum"),
+    (lambda d: d["training"]["y"][0].reverse(), "checksum"),
     (lambda d: d.update(format="something-else"), "not a selector file"),
     (lambda d: d.update(version=99), "format version"),
 ])
@@ -189,7 +190,7 @@ def test_predicted_selection_equals_running_all_when_it_predicts_every_bic_winne
     assert everything.status_ == "ok"
     features = np.stack([cluster_features(covariance(problem.data[:, c]), problem.n) for c in everything.clusters_])
     winners = np.array(everything.winners_)
-    selector = Selector("bic", "pair", PAIR, features, winners, np.ones(len(winners)))
+    selector = Selector("bic", "pair", PAIR, features, np.eye(2)[winners], np.ones(len(winners)))
     chosen = PEF(PAIR, progress=False, selection="predicted", selector=selector).fit(problem.data, problem.variables)
     assert [s["ran"] for s in chosen.selections_] == [[w] for w in winners.tolist()]
     ran = sum(r is not None for runs in chosen.cluster_runs_ for r in runs)
@@ -237,7 +238,7 @@ def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeyp
 
     monkeypatch.setattr(pipeline, "run_member", fges_fails)
     problem = benchmark_problem(120, 2, network="insurance")
-    always_fges = Selector("truth", "pair", PAIR, np.zeros((3, len(FEATURES))), np.zeros(3, int), np.ones(3))
+    always_fges = Selector("truth", "pair", PAIR, np.zeros((3, len(FEATURES))), np.tile([1.5, 1.0], (3, 1)), np.ones(3))
     with pytest.warns(UserWarning, match="planted failure"):
         pef = PEF(PAIR, progress=False, selection="predicted", selector=always_fges).fit(problem.data,
                                                                                        problem.variables)
@@ -245,3 +246,22 @@ def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeyp
     assert all(s["ran"] == [0, 1] for s in pef.selections_)
     pc_only = PEF(PAIR[1:], progress=False).fit(problem.data, problem.variables)
     assert pef.graph_ == pc_only.graph_
+
+
+def test_the_scored_policy_runs_the_next_member_where_the_chosen_one_failed():
+    from hpc.select.evaluate import play, selection_quality
+
+    e = example([-10, -20, -30], [1.0, 1.6, 1.2], [5.0, 2.0, 1.0], ok=[False, True, True])
+    assert play(e, [0, 2, 1]) == (2, 6.0)  # 0 failed after 5 s, 2 succeeded after 1 s more
+    assert play(e, [0, 2, 1], top_k=3) == (1, 8.0)  # all three ran: the best BIC of the successes
+    row = selection_quality([e], [[0, 2, 1]])
+    assert row["q"] == 1.2 and row["q_oracle"] == 1.6 and row["q_bic_all"] == 1.6 and row["member_seconds"] == 6.0
+
+
+def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
+    from hpc.learners.ensemble import load_sle
+
+    truth, bic = load_selector("truth"), load_selector("bic")
+    assert truth.target == "truth" and truth.portfolio == load_sle("portfolio")[1]
+    assert bic.target == "bic" and bic.portfolio == load_sle("learned")[1]
+    assert set(truth.provenance["families"]) == {"bnlearn", "er", "sf", "ws", "hub"}

@@ -1,9 +1,11 @@
 """How good a selection is, measured on records (clusters with every member's outcome known).
 
-Each policy picks one member per cluster; its Q is the size-weighted mean over clusters of the
-picked member's F1-adjacency + F1-arrowhead against the restricted truth. The oracle picks the
-best member per cluster; `bic-all` is the paper's rule (run all, keep the best BIC); a single
-member is every cluster's pick. Seconds are summed member seconds: what a policy pays.
+A policy ranks the members of each cluster; as PEF does, it runs the first `top_k`, keeps the best
+BIC among those that succeed, and where none succeeds runs the next one until one does. Its Q is
+the size-weighted mean over clusters of the kept member's F1-adjacency + F1-arrowhead against the
+restricted truth, its seconds the sum of the runs it made. The oracle keeps the best member per
+cluster; `bic-all` is the paper's rule (run all, keep the best BIC); a single member is every
+cluster's choice.
 """
 
 from __future__ import annotations
@@ -15,41 +17,40 @@ import numpy as np
 from hpc.select.selector import Example, Selector, label
 
 
-def policy_summary(examples: list[Example], picks: list[int]) -> dict[str, float]:
+def play(example: Example, order: list[int], top_k: int = 1) -> tuple[int, float]:
+    """The member a ranked policy ends with on one cluster, and the seconds of the runs it made."""
+    ran = list(order[:top_k])
+    while not example.ok[ran].any() and len(ran) < len(order):
+        ran.append(order[len(ran)])
+    ok = [k for k in ran if example.ok[k]]
+    kept = max(ok, key=lambda k: (example.bic[k], -k)) if ok else ran[0]
+    return kept, float(example.seconds[ran].sum())
+
+
+def weighted_q(examples: list[Example], picks: list[int]) -> float:
     size = np.array([e.size for e in examples], dtype=np.float64)
-    q = np.array([e.quality[k] for e, k in zip(examples, picks)])
-    seconds = sum(e.seconds[k] for e, k in zip(examples, picks))
-    return {"q": float((q * size).sum() / size.sum()), "seconds": float(seconds)}
+    return float((np.array([e.quality[k] for e, k in zip(examples, picks)]) * size).sum() / size.sum())
 
 
-def selection_quality(examples: list[Example], picks: list[int], top: list[list[int]] | None = None) -> dict[str, Any]:
-    """A policy's picks against the BIC winner, the truth winner, the oracle and the paper's rule.
-
-    `top` (the members run per cluster, when more than one) makes the pick the best BIC among them.
-    """
-    if top is not None:
-        picks = [max(ks, key=lambda k: (e.bic[k], -k)) for e, ks in zip(examples, top)]
+def selection_quality(examples: list[Example], orders: list[list[int]], top_k: int = 1) -> dict[str, Any]:
+    """A ranked policy against the BIC winner, the truth winner, the oracle, the paper's rule and single members."""
+    played = [play(e, o, top_k) for e, o in zip(examples, orders)]
+    picks = [k for k, _ in played]
     bic = [label(e, "bic") for e in examples]
     truth = [label(e, "truth") for e in examples]
-    chosen = policy_summary(examples, picks)
-    run_seconds = (chosen["seconds"] if top is None
-                   else float(sum(e.seconds[ks].sum() for e, ks in zip(examples, top))))
-    all_seconds = float(sum(e.seconds.sum() for e in examples))
-    n_members = len(examples[0].quality)
-    singles = [policy_summary(examples, [k] * len(examples))["q"] for k in range(n_members)]
+    singles = [weighted_q(examples, [k] * len(examples)) for k in range(len(examples[0].quality))]
     return {
         "clusters": len(examples),
-        "picks_bic_winner": float(np.mean([p == b or np.isclose(e.bic[p], e.bic[b]) for p, b, e in
-                                           zip(picks, bic, examples)])),
-        "picks_truth_winner": float(np.mean([np.isclose(e.quality[p], e.quality[t]) for p, t, e in
-                                             zip(picks, truth, examples)])),
-        "q": chosen["q"],
-        "q_oracle": policy_summary(examples, truth)["q"],
-        "q_bic_all": policy_summary(examples, bic)["q"],
+        "picks_bic_winner": float(np.mean([np.isclose(e.bic[p], e.bic[b]) for p, b, e in zip(picks, bic, examples)])),
+        "picks_truth_winner": float(np.mean([np.isclose(e.quality[p], e.quality[t])
+                                             for p, t, e in zip(picks, truth, examples)])),
+        "q": weighted_q(examples, picks),
+        "q_oracle": weighted_q(examples, truth),
+        "q_bic_all": weighted_q(examples, bic),
         "q_best_single": max(singles),
         "best_single": int(np.argmax(singles)),
-        "member_seconds": run_seconds,
-        "member_seconds_all": all_seconds,
+        "member_seconds": float(sum(s for _, s in played)),
+        "member_seconds_all": float(sum(e.seconds.sum() for e in examples)),
     }
 
 
@@ -62,7 +63,6 @@ def cross_validate(examples: list[Example], target: str, portfolio_name: str, po
         train = [e for e in examples if key(e) != held]
         test = [e for e in examples if key(e) == held]
         selector = Selector.from_examples(train, target, portfolio_name, portfolio)
-        ranked = [selector.choose(e.features, top_k)[0] for e in test]
-        result = selection_quality(test, [r[0] for r in ranked], ranked if top_k > 1 else None)
-        rows.append({"held_out": held, **result})
+        orders = [selector.choose(e.features, len(portfolio))[0] for e in test]
+        rows.append({"held_out": held, **selection_quality(test, orders, top_k)})
     return rows

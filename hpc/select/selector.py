@@ -3,11 +3,11 @@
 Two targets. `bic` predicts the member whose output has the best BIC, so running only the
 predicted member gives the paper's answer with a fraction of the work. `truth` predicts the
 member with the best F1-adjacency + F1-arrowhead against the true subgraph, which BIC cannot see.
-Ties (members that return the same graph) are labelled with the fastest of them.
+For `bic`, ties (members that return the same graph) are labelled with the fastest of them.
 
-The model is scikit-learn's random forest, trained with each cluster weighted by what is at
-stake in it (its size, and for `truth` the spread of Q between members), as cost-sensitive
-algorithm selectors (SATzilla, AutoFolio) do. A selector file is JSON holding the portfolio, the
+The models are scikit-learn random forests (see Selector), as in SATzilla- and AutoFolio-style
+per-instance algorithm selection. Where the chosen member fails, PEF falls back to the next
+best-scored one, and the evaluation in hpc.select.evaluate scores that same policy. A selector file is JSON holding the portfolio, the
 training examples and the model's settings, with a checksum; loading re-fits the forest from
 them (deterministic, under a second). Nothing is unpickled, so a file from anywhere is safe to
 load, and a file stays usable across scikit-learn versions.
@@ -86,31 +86,45 @@ def label(example: Example, target: str) -> int:
     return int(best[np.argmin(example.seconds[best])])
 
 
-def weight(example: Example, target: str) -> float:
-    """What a wrong choice can cost: the cluster's size, times the spread of Q for `truth`."""
-    if target == "bic":
-        return float(example.size)
-    spread = float(example.quality.max() - example.quality.min())
-    return example.size * (spread + 0.01)
+def scores(example: Example, target: str) -> np.ndarray:
+    """What the model learns per member: `truth`, each member's Q (0 where it failed, as a run that
+    gave nothing); `bic`, a one-hot row marking the BIC winner (BIC values do not compare across clusters)."""
+    if target == "truth":
+        return np.where(example.ok, example.quality, 0.0)
+    row = np.zeros(len(example.quality))
+    row[label(example, "bic")] = 1.0
+    return row
 
 
 class Selector:
-    """A fitted selector over `portfolio` (member specs). `rank(features)` gives one probability per member."""
+    """A fitted selector over `portfolio` (member specs): `rank(features)` scores every member.
+
+    `truth`: a random forest regressor predicts each member's Q from the features (learning from
+    every member's outcome, not only the winner's, matters with a few hundred clusters; measured
+    better than a classifier of the winner on held-out families). `bic`: a random forest classifier
+    predicts the BIC winner; scores are its probabilities. Training rows are weighted by cluster
+    size, as the size-weighted Q counts them.
+    """
 
     def __init__(self, target: str, portfolio_name: str, portfolio: list[dict[str, Any]], x: np.ndarray,
                  y: np.ndarray, w: np.ndarray, provenance: dict[str, Any] | None = None):
         if target not in TARGETS:
             raise PsleError(f"selector target must be one of {', '.join(TARGETS)}, got {target!r}")
         self.target, self.portfolio_name, self.portfolio = target, portfolio_name, portfolio
-        self.x, self.y, self.w = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.int64), np.asarray(w)
+        self.x, self.y, self.w = (np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64),
+                                  np.asarray(w, dtype=np.float64))
         self.provenance = provenance or {}
         if len(self.x) == 0:
             raise PsleError("a selector needs at least one training cluster")
-        if self.y.min() < 0 or self.y.max() >= len(portfolio):
-            raise PsleError(f"selector labels must index the {len(portfolio)}-member portfolio")
-        from sklearn.ensemble import RandomForestClassifier
+        if self.y.shape != (len(self.x), len(portfolio)):
+            raise PsleError(f"selector targets must have one column per member of the {len(portfolio)}-member "
+                            f"portfolio, got shape {self.y.shape}")
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-        self.model_ = RandomForestClassifier(**FOREST).fit(self.x, self.y, sample_weight=self.w)
+        if target == "truth":
+            self.model_ = RandomForestRegressor(**FOREST).fit(self.x, self.y, sample_weight=self.w)
+        else:
+            self.model_ = RandomForestClassifier(**FOREST).fit(self.x, self.y.argmax(axis=1), sample_weight=self.w)
 
     @classmethod
     def from_examples(cls, examples: list[Example], target: str, portfolio_name: str,
@@ -119,21 +133,23 @@ class Selector:
         if not usable:
             raise PsleError("no training cluster has a successful member run")
         return cls(target, portfolio_name, portfolio, np.stack([e.features for e in usable]),
-                   np.array([label(e, target) for e in usable]), np.array([weight(e, target) for e in usable]),
+                   np.stack([scores(e, target) for e in usable]), np.array([float(e.size) for e in usable]),
                    provenance)
 
     def rank(self, features: np.ndarray) -> np.ndarray:
-        """Probability per portfolio member (members never seen winning get 0)."""
-        proba = self.model_.predict_proba(np.asarray(features, dtype=np.float64).reshape(1, -1))[0]
+        """A score per portfolio member: predicted Q (`truth`) or probability of winning the BIC (`bic`)."""
+        row = np.asarray(features, dtype=np.float64).reshape(1, -1)
+        if self.target == "truth":
+            return self.model_.predict(row)[0]
         out = np.zeros(len(self.portfolio))
-        out[self.model_.classes_] = proba
+        out[self.model_.classes_] = self.model_.predict_proba(row)[0]
         return out
 
     def choose(self, features: np.ndarray, top_k: int = 1) -> tuple[list[int], np.ndarray]:
-        """The `top_k` most probable members (most probable first; ties by portfolio order) and all probabilities."""
-        proba = self.rank(features)
-        order = sorted(range(len(proba)), key=lambda k: (-proba[k], k))
-        return order[:top_k], proba
+        """The `top_k` best-scored members (best first; ties by portfolio order) and all scores."""
+        score = self.rank(features)
+        order = sorted(range(len(score)), key=lambda k: (-score[k], k))
+        return order[:top_k], score
 
     def describe(self) -> dict[str, Any]:
         """What a graph's meta records of the selector that chose its members."""
@@ -144,7 +160,7 @@ class Selector:
         body = {"format": FORMAT, "version": VERSION, "target": self.target,
                 "portfolio": {"name": self.portfolio_name, "members": self.portfolio},
                 "features": list(FEATURES), "feature_version": FEATURE_VERSION,
-                "model": {"kind": "sklearn.ensemble.RandomForestClassifier", "params": FOREST},
+                "model": {"kind": "sklearn.ensemble." + type(self.model_).__name__, "params": FOREST},
                 "provenance": self.provenance,
                 "training": {"x": self.x.tolist(), "y": self.y.tolist(), "w": self.w.tolist()}}
         return {**body, "sha256": _digest(body)}
@@ -199,8 +215,9 @@ def _load(path: str, mtime_ns: int, size: int) -> Selector:
         members = [dict(m) for m in portfolio["members"]]
         training = doc["training"]
         x = np.asarray(training["x"], dtype=np.float64).reshape(-1, len(FEATURES))
-        y, w = np.asarray(training["y"], dtype=np.int64), np.asarray(training["w"], dtype=np.float64)
-        if not (len(x) == len(y) == len(w)) or not np.isfinite(x).all() or not (w > 0).all():
+        y, w = np.asarray(training["y"], dtype=np.float64), np.asarray(training["w"], dtype=np.float64)
+        if not (len(x) == len(y) == len(w)) or not np.isfinite(x).all() or not np.isfinite(y).all() \
+                or not (w > 0).all():
             raise ValueError("training arrays disagree in length or hold non-finite values")
     except (KeyError, TypeError, ValueError) as exc:
         raise PsleError(f"{path}: selector file is malformed ({exc})") from None
