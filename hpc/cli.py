@@ -253,8 +253,9 @@ def _records(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
-def _selection_examples(paths: list[str], portfolio: str | None, exclude: list[str]):
-    """Examples from records files that share one portfolio, restricted to `portfolio`'s members."""
+def _selection_examples(paths: list[str], portfolio: str | tuple[str, list] | None, exclude: list[str]):
+    """Examples from records files that share one portfolio, restricted to `portfolio`'s members
+    (a conf/sle name or .yaml, a (name, members) pair, or None for every member the records ran)."""
     from hpc.learners.ensemble import load_sle
     from hpc.select.records import read_records
     from hpc.select.selector import examples_from_rows
@@ -264,8 +265,10 @@ def _selection_examples(paths: list[str], portfolio: str | None, exclude: list[s
     for path, doc in zip(paths[1:], docs[1:]):
         if doc["settings"]["portfolio"] != recorded:
             raise PsleError(f"{path}: records of another portfolio than {paths[0]}'s")
-    name, members = load_sle(portfolio) if portfolio else (docs[0]["settings"].get("portfolio_name", "portfolio"),
-                                                            recorded)
+    if isinstance(portfolio, tuple):
+        name, members = portfolio
+    else:
+        name, members = load_sle(portfolio) if portfolio else ("portfolio", recorded)
     missing = [m for m in members if m not in recorded]
     if missing:
         raise PsleError(f"portfolio {name}: member {missing[0]} was not run in the records")
@@ -297,14 +300,7 @@ def _selector_score(args: argparse.Namespace) -> None:
 
     if args.selector:
         selector = load_selector(args.selector)
-        name, members, examples = _selection_examples(args.records, None, [])
-        index = [members.index(m) if m in members else -1 for m in selector.portfolio]
-        if -1 in index:
-            raise PsleError(f"{args.selector}: its portfolio has members the records never ran")
-        from hpc.select.selector import examples_from_rows  # re-slice the records to the selector's portfolio
-        from hpc.select.records import read_records
-
-        examples = [e for p in args.records for e in examples_from_rows(read_records(p)["rows"], index)]
+        _, _, examples = _selection_examples(args.records, (selector.portfolio_name, selector.portfolio), [])
         orders = [selector.choose(e.features, len(selector.portfolio))[0] for e in examples]
         rows = [{"held_out": "-", **selection_quality(examples, orders, args.top_k)}]
     else:
