@@ -197,7 +197,7 @@ def test_predicted_selection_equals_running_all_when_it_predicts_every_bic_winne
     assert ran == len(winners) < 2 * len(winners)
     assert chosen.graph_ == everything.graph_
     clusters = chosen.result_meta()["clusters"]
-    assert all(len(c["selection"]["probabilities"]) == 2 and "features" in c["selection"] for c in clusters)
+    assert all(len(c["selection"]["scores"]) == 2 and "features" in c["selection"] for c in clusters)
     assert sum(r["status"] == "not run" for c in clusters for r in c["runs"]) == len(winners)
 
 

@@ -118,9 +118,9 @@ class PEF:
         if cov.shape[0] < 2:  # no edge is possible: any one member gives the answer
             return [0], {"order": [0], "reason": "single variable"}
         features = cluster_features(cov, n)
-        order, proba = self._selector().choose(features, len(self.members))
+        order, score = self._selector().choose(features, len(self.members))
         return order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, features)},
-                                    "probabilities": [round(float(q), 4) for q in proba], "order": order}
+                                    "scores": [round(float(q), 4) for q in score], "order": order}
 
     def _fallback(self, runs: list[MemberRun | None], plan: dict[str, Any] | None,
                   deadline: float | None) -> int | None:

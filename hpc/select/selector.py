@@ -7,9 +7,9 @@ For `bic`, ties (members that return the same graph) are labelled with the faste
 
 The models are scikit-learn random forests (see Selector), as in SATzilla- and AutoFolio-style
 per-instance algorithm selection. Where the chosen member fails, PEF falls back to the next
-best-scored one, and the evaluation in hpc.select.evaluate scores that same policy. A selector file is JSON holding the portfolio, the
-training examples and the model's settings, with a checksum; loading re-fits the forest from
-them (deterministic, under a second). Nothing is unpickled, so a file from anywhere is safe to
+best-scored one, and the evaluation in hpc.select.evaluate scores that same policy. A selector
+file is JSON holding the portfolio, the training examples and the model's settings, with a
+checksum; loading re-fits the forest from them (deterministic, under a second). Nothing is unpickled, so a file from anywhere is safe to
 load, and a file stays usable across scikit-learn versions.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ class Example:
     bic: np.ndarray
     quality: np.ndarray
     seconds: np.ndarray
-    shd: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[Example]:
@@ -72,7 +71,7 @@ def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[E
             int(rs[0]["size"]), ok,
             np.array([r["bic"] if o else -np.inf for r, o in zip(rs, ok)]),
             np.array([r["f1_adjacent"] + r["f1_arrowhead"] if o else 0.0 for r, o in zip(rs, ok)]),
-            np.array([r["seconds"] for r in rs]), np.array([r["shd"] for r in rs])))
+            np.array([r["seconds"] for r in rs])))
     return out
 
 
