@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hpc.data.generate import FAMILIES, GRAPH_MODELS
 from hpc.errors import PsleError
+from hpc.jsontext import dumps
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -46,7 +47,7 @@ def _evaluate(args: argparse.Namespace) -> None:
         raise PsleError(f"{args.result}: {exc} {args.truth}") from None
     metrics = evaluate(estimate, problem.truth).as_dict()
     if args.json:
-        print(json.dumps(metrics))
+        print(dumps(metrics))
     else:
         for key, value in metrics.items():
             print(f"{key:20s} {value:.4f}" if isinstance(value, float) else f"{key:20s} {value}")
@@ -307,7 +308,7 @@ def _selector_score(args: argparse.Namespace) -> None:
         name, members, examples = _selection_examples(args.records, args.portfolio, [])
         rows = cross_validate(examples, args.target, name, members, args.by, args.top_k)
     if args.json:
-        print(json.dumps(rows))
+        print(dumps(rows))
         return
     cols = ["held_out", "clusters", "picks_bic_winner", "picks_truth_winner", "q", "q_oracle", "q_bic_all",
             "q_best_single", "best_single", "member_seconds", "member_seconds_all"]

@@ -83,3 +83,31 @@ def test_malformed_csv_gets_a_one_line_error(tmp_path, text, message):
     with pytest.raises(PsleError, match=message) as info:
         read_csv(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_csv_byte_order_mark_and_tab_separated_files(tmp_path):
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfa,b\n1,2\n3,5\n")
+    assert read_csv(tmp_path / "bom.csv")[1] == ("a", "b")
+    (tmp_path / "d.tsv").write_text("a\tb\n1\t2\n3\t5\n")
+    x, names = read_data(tmp_path / "d.tsv")
+    assert names == ("a", "b") and x.tolist() == [[1, 2], [3, 5]]
+    (tmp_path / "d.csv").write_text("a\tb\n1\t2\n3\t5\n")
+    with pytest.raises(PsleError, match=r"d.csv: the header row is tab-separated, not .csv"):
+        read_data(tmp_path / "d.csv")
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("data", np.ones((4, 2)) + 1j, r"/data holds complex128 values; expected real numbers"),
+    ("data", np.array([["1", "2"]] * 4, dtype="S1"), r"/data holds \|S1 values"),
+    ("truth/edges", np.array([[0.0, 1.5]]), r"/truth/edges holds float64 values; expected integers"),
+    ("variables", np.array([b"a", b""]), r"/variables entry 2 is empty"),
+    ("variables", np.array([b"a", b"a"]), r"variable name 'a' appears twice in /variables"),
+])
+def test_problem_files_refuse_what_a_cast_would_hide(tmp_path, name, value, message):
+    path = tmp_path / "p.h5"
+    datasets = {"data": np.ones((4, 2)), "variables": np.array([b"a", b"b"]), "truth/edges": np.array([[0, 1]])}
+    with h5py.File(path, "w") as f:
+        for key, default in {**datasets, name: value}.items():
+            f[key] = default
+    with pytest.raises(PsleError, match=rf"^{path}: " + message):
+        read_problem(path, need_truth=True)

@@ -188,7 +188,7 @@ def running(pid: int) -> bool:
 def test_java_exception_names_the_member_and_parameters():
     x = np.random.default_rng(0).standard_normal((3, 4))
     with pytest.raises(LearnerError, match=r"pc-stable\(alpha=0.05, depth=1000, engine='tetrad'\) failed: .*RuntimeException.*X\d _\|\|_ X\d"):
-        PCStable().fit(x, ["X0", "X1", "X2", "X3"])
+        PCStable(engine="tetrad").fit(x, ["X0", "X1", "X2", "X3"])
 
 
 @pytest.mark.parametrize("member, message", [

@@ -2,8 +2,9 @@
 
 The file is rewritten whole (temporary file, fsync, rename) after each evaluation, so a kill
 at any moment leaves either the previous or the next complete version. It carries a
-fingerprint of the run's settings; a file from other settings, or not from `psle train` at
-all, is refused with a clear message rather than silently replaced.
+fingerprint of the run's settings and a sha256 of its content; a file from other settings, not
+from `psle train` at all, or damaged in place is refused with a clear message, never loaded or
+overwritten.
 """
 
 from __future__ import annotations
@@ -19,17 +20,24 @@ import numpy as np
 
 from hpc.atomic import atomic_path
 from hpc.errors import PsleError
+from hpc.jsontext import dumps
 
 FORMAT = "psle-autosle-checkpoint"
-VERSION = 1
+VERSION = 2  # 2 adds the content sha256; version 1 files still resume, unverified
 
 
 def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(settings).encode()).hexdigest()
+
+
+def content_hash(settings: dict[str, Any], rounds: list[dict[str, Any]],
+                 evaluations: dict[str, dict[str, Any]]) -> str:
+    """sha256 of what a resumed run reads back, in the form it reads it."""
+    return hashlib.sha256(canonical([settings, rounds, evaluations]).encode()).hexdigest()
 
 
 class Checkpoint:
@@ -54,31 +62,47 @@ class Checkpoint:
         except OSError:
             raise PsleError(f"{self.path}: not an HDF5 file; refusing to overwrite it (move it away or pick "
                             "another --checkpoint)") from None
-        with f:
-            if f.attrs.get("format") != FORMAT:
-                raise PsleError(f"{self.path}: not a psle train checkpoint (no '{FORMAT}' marker); refusing to use "
-                                "or overwrite it")
-            if int(f.attrs.get("version", -1)) != VERSION:
-                raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
-            if f.attrs.get("fingerprint") != self.fingerprint:
-                saved = json.loads(f.attrs.get("settings", "{}"))
-                differ = sorted(k for k in set(saved) | set(self.settings) if saved.get(k) != self.settings.get(k))
-                raise PsleError(f"{self.path}: checkpoint was made with other settings (differ in: "
-                                f"{', '.join(differ) or 'unknown'}); rerun with those settings or another --checkpoint")
-            try:
-                keys = [k.decode() if isinstance(k, bytes) else k for k in f["evaluations/keys"][()]]
-                quality = f["evaluations/quality"][()]
-                seconds = f["evaluations/seconds"][()]
-                status = [s.decode() if isinstance(s, bytes) else s for s in f["evaluations/status"][()]]
-                runs = f["evaluations/runs"][()]
-                # Checkpoints written before BIC was kept have none: the paper's objective does not need it.
-                bics = f["evaluations/bic"][()] if "evaluations/bic" in f else np.full(len(keys), np.nan)
-                self.rounds = json.loads(f.attrs.get("rounds", "[]"))
-            except KeyError as exc:
-                raise PsleError(f"{self.path}: checkpoint is incomplete ({exc})") from None
-        for k, q, s, st, n, b in zip(keys, quality, seconds, status, runs, bics):
-            self.evaluations[k] = {"quality": float(q), "seconds": float(s), "status": st, "runs": int(n),
-                                   "bic": None if np.isnan(b) else float(b)}
+        try:
+            with f:
+                self._read(f)
+        except PsleError:
+            raise
+        except Exception as exc:  # h5py reports damage as OSError, KeyError, ValueError, ... by where it broke
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise PsleError(f"{self.path}: damaged checkpoint ({first}); refusing to use or overwrite it") from None
+
+    def _read(self, f: h5py.File) -> None:
+        if f.attrs.get("format") != FORMAT:
+            raise PsleError(f"{self.path}: not a psle train checkpoint (no '{FORMAT}' marker); refusing to use "
+                            "or overwrite it")
+        version = int(f.attrs.get("version", -1))
+        if version not in (1, VERSION):
+            raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
+        if f.attrs.get("fingerprint") != self.fingerprint:
+            saved = json.loads(f.attrs.get("settings", "{}"))
+            differ = sorted(k for k in set(saved) | set(self.settings) if saved.get(k) != self.settings.get(k))
+            raise PsleError(f"{self.path}: checkpoint was made with other settings (differ in: "
+                            f"{', '.join(differ) or 'unknown'}); rerun with those settings or another --checkpoint")
+        try:
+            keys = [k.decode() if isinstance(k, bytes) else k for k in f["evaluations/keys"][()]]
+            quality = f["evaluations/quality"][()]
+            seconds = f["evaluations/seconds"][()]
+            status = [s.decode() if isinstance(s, bytes) else s for s in f["evaluations/status"][()]]
+            runs = f["evaluations/runs"][()]
+            # Checkpoints written before BIC was kept have none: the paper's objective does not need it.
+            bics = f["evaluations/bic"][()] if "evaluations/bic" in f else np.full(len(keys), np.nan)
+            rounds = json.loads(f.attrs.get("rounds", "[]"))
+        except KeyError as exc:
+            raise PsleError(f"{self.path}: checkpoint is incomplete ({exc})") from None
+        if not len(keys) == len(quality) == len(seconds) == len(status) == len(runs) == len(bics):
+            raise PsleError(f"{self.path}: damaged checkpoint (evaluation columns differ in length)")
+        evaluations = {k: {"quality": float(q), "seconds": float(s), "status": st, "runs": int(n),
+                           "bic": None if np.isnan(b) else float(b)}
+                       for k, q, s, st, n, b in zip(keys, quality, seconds, status, runs, bics)}
+        if version == VERSION and f.attrs.get("sha256") != content_hash(self.settings, rounds, evaluations):
+            raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing "
+                            "to use or overwrite it")
+        self.rounds, self.evaluations = rounds, evaluations
 
     def get(self, spec: dict[str, Any], problem: int) -> dict[str, Any] | None:
         return self.evaluations.get(self.key(spec, problem))
@@ -104,6 +128,7 @@ class Checkpoint:
                 f.attrs["fingerprint"] = self.fingerprint
                 f.attrs["settings"] = canonical(self.settings)
                 f.attrs["rounds"] = canonical(self.rounds)
+                f.attrs["sha256"] = content_hash(self.settings, self.rounds, self.evaluations)
                 g = f.create_group("evaluations")
                 g.create_dataset("keys", data=np.array([k for k, _ in items], dtype=object), dtype=strings)
                 g.create_dataset("quality", data=np.array([v["quality"] for _, v in items], dtype=np.float64))

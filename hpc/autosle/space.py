@@ -29,4 +29,5 @@ def to_spec(config: Any) -> dict[str, Any]:
     if method == "fges":
         return {"method": method, "penalty": round(float(d["penalty"]), 6), "max_parents": int(d["max_parents"]),
                 "faithfulness": bool(d["faithfulness"])}
-    return {"method": method, "alpha": round(float(d["alpha"]), 6), "depth": int(d["depth"])}
+    # The numpy engine, named: it is reproducible, so a resumed training equals an uninterrupted one.
+    return {"method": method, "alpha": round(float(d["alpha"]), 6), "depth": int(d["depth"]), "engine": "numpy"}

@@ -16,20 +16,39 @@ import pandas as pd
 from hpc.errors import PsleError
 
 
+DELIMITERS = {".csv": ",", ".tsv": "\t"}  # .txt: whichever of these (or ';') the header row uses
+
+
+def _delimiter(path: Path, header_line: str) -> str:
+    """The column separator: by suffix, checked against the header row, so a tab-separated file
+    named .csv is refused instead of read as one column."""
+    used = [d for d in (",", "\t", ";") if d in header_line]
+    expected = DELIMITERS.get(path.suffix.lower())
+    if expected is None:
+        return used[0] if used else ","
+    if expected not in header_line and used:
+        name = {",": "comma", "\t": "tab", ";": "semicolon"}[used[0]]
+        raise PsleError(f"{path}: the header row is {name}-separated, not {path.suffix} "
+                        f"({'comma' if expected == ',' else 'tab'}-separated); rename the file or convert it")
+    return expected
+
+
 def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
     """(n × p float64 array, column names); rows are samples.
 
     The fast C parser reads clean files; only a file it rejects is re-read as text to
-    find the offending cell.
+    find the offending cell. A UTF-8 byte-order mark (Excel's "CSV UTF-8") is dropped.
     """
     path = Path(path)
     if not path.is_file():
         raise PsleError(f"{path}: no such file")
     try:
-        with open(path, newline="") as fh:
-            header = [c.strip() for c in next(csv.reader(fh), [])]
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            first = fh.readline()
     except UnicodeDecodeError:
         raise PsleError(f"{path}: not a UTF-8 text file") from None
+    sep = _delimiter(path, first)
+    header = [c.strip() for c in next(csv.reader([first], delimiter=sep), [])]
     if not header:
         raise PsleError(f"{path}: the file is empty")
     seen: set[str] = set()
@@ -40,7 +59,9 @@ def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
             raise PsleError(f"{path}: column name {name!r} appears twice")
         seen.add(name)
     try:
-        values = pd.read_csv(path, dtype=np.float64, engine="c").to_numpy()
+        values = pd.read_csv(path, sep=sep, dtype=np.float64, engine="c", encoding="utf-8-sig").to_numpy()
+    except UnicodeDecodeError:
+        raise PsleError(f"{path}: not a UTF-8 text file") from None
     except pd.errors.ParserError as exc:
         raise PsleError(f"{path}: malformed CSV ({str(exc).strip()})") from None
     except ValueError:
@@ -48,12 +69,12 @@ def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
     if values is not None and len(values) == 0:
         raise PsleError(f"{path}: no data rows under the header")
     if values is None or not np.isfinite(values).all():
-        _raise_bad_cell(path, header)
+        _raise_bad_cell(path, header, sep)
     return values, tuple(header)
 
 
-def _raise_bad_cell(path: Path, header: list[str]) -> None:
-    text = pd.read_csv(path, dtype=str, keep_default_na=False, engine="c")
+def _raise_bad_cell(path: Path, header: list[str], sep: str) -> None:
+    text = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, engine="c", encoding="utf-8-sig")
     values = text.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     row, col = np.argwhere(~np.isfinite(values))[0]
     cell = text.iat[row, col].strip()
@@ -76,7 +97,7 @@ def read_data(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
         return problem.data, problem.variables
     if suffix in (".csv", ".txt", ".tsv"):
         return read_csv(path)
-    raise PsleError(f"{path}: unknown data format {suffix!r} (use .csv or .h5)")
+    raise PsleError(f"{path}: unknown data format {suffix!r} (use .csv, .tsv or .h5)")
 
 
 def as_learnable(x: np.ndarray, names: tuple[str, ...] | list[str] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:

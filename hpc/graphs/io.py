@@ -18,6 +18,7 @@ from typing import Any
 from hpc.atomic import write_text_atomic
 from hpc.errors import PsleError
 from hpc.graphs.pdag import MARKS, PDAG
+from hpc.jsontext import dumps
 
 
 def to_json_dict(g: PDAG, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def to_json_dict(g: PDAG, meta: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def write_json(path: str | os.PathLike, g: PDAG, meta: dict[str, Any] | None = None) -> None:
-    write_text_atomic(path, json.dumps(to_json_dict(g, meta), indent=1) + "\n")
+    write_text_atomic(path, dumps(to_json_dict(g, meta), indent=1) + "\n")
 
 
 def read_json(path: str | os.PathLike) -> tuple[PDAG, dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from hpc.atomic import write_text_atomic
 from hpc.errors import PsleError
+from hpc.jsontext import dumps
 
 
 def dataset_tag(ds: Any) -> str:
@@ -130,9 +131,9 @@ def learn_task(cfg: Any) -> dict[str, Any]:
             row.update(evaluate(learner.graph_, truth).as_dict())
     else:
         runs_file = out.with_suffix(".runs.json")
-        write_text_atomic(runs_file, json.dumps({**account, "status": status}, indent=1) + "\n")
+        write_text_atomic(runs_file, dumps({**account, "status": status}, indent=1) + "\n")
         row["runs"] = runs_file.name
-    write_text_atomic(out, json.dumps(row, indent=1) + "\n")
+    write_text_atomic(out, dumps(row, indent=1) + "\n")
     return row
 
 
@@ -155,7 +156,7 @@ def train_task(cfg: Any) -> dict[str, Any]:
     doc = {"name": f"auto-sle-seed{cfg.seed}", "members": result.members,
            "training": {"rounds": result.rounds, "settings": config.settings()}}
     out = folder / f"sle-seed{cfg.seed}.yaml"
-    write_text_atomic(out, yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False))
+    write_text_atomic(out, yaml.safe_dump(json.loads(dumps(doc)), sort_keys=False))
     return {"sle": str(out), "members": result.members}
 
 

@@ -151,9 +151,11 @@ class FGES(Member):
 
 
 class PCStable(Member):
-    """PC-Stable with Fisher's z test: Tetrad's Pc with the stable adjacency search, or
-    (`engine="numpy"`) the same search vectorised in hpc.learners.pc, for clusters of thousands
-    of variables where Tetrad's first pass, cubic in the number of variables, takes hours."""
+    """PC-Stable with Fisher's z test. The default engine ("numpy", hpc.learners.pc) is Tetrad's
+    stable adjacency search vectorised: the same skeleton, reproducible, and fast on clusters of
+    thousands of variables where Tetrad's first pass, cubic in the number of variables, takes hours.
+    `engine="tetrad"` runs Tetrad's own Pc; its separating sets, and so some orientations, depend
+    on thread timing, so two runs on the same data can differ."""
 
     method = "pc-stable"
     ranges = {"alpha": (0.01, 0.2), "depth": (1, 1000)}
@@ -161,7 +163,7 @@ class PCStable(Member):
     options = ("engine",)
     engines = {"tetrad": "run_pc", "numpy": "pc_stable_numpy"}
 
-    def __init__(self, alpha: float = 0.05, depth: int = 1000, engine: str = "tetrad",
+    def __init__(self, alpha: float = 0.05, depth: int = 1000, engine: str = "numpy",
                  time_limit: float | None = None, worker: TetradWorker | None = None):
         self.alpha = alpha
         self.depth = depth

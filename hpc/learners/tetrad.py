@@ -75,6 +75,11 @@ def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarra
     start_jvm()
     from edu.cmu.tetrad.search import Pc
     from edu.cmu.tetrad.search.test import IndTestFisherZ
+    from edu.cmu.tetrad.util import RandomUtil
+
+    # Pc breaks some ties with Tetrad's global random generator: fix it, so that only thread
+    # timing in the adjacency search remains between two runs (the numpy engine has neither).
+    RandomUtil.getInstance().setSeed(0)
 
     search = Pc(IndTestFisherZ(covariance_matrix(cov, n), float(alpha)))
     search.setStable(True)

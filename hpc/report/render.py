@@ -9,8 +9,9 @@ import pandas as pd
 from hpc.report.summary import LABELS, METRICS, OURS, Cell, datasets, improvement, methods, table
 
 NAMES = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)", "p-pc-stable": "P/PC-Stable",
-         "p-pc-stable-numpy": "P/PC-Stable (numpy)", "p-fges": "P/fGES", "pc-stable": "PC-Stable",
-         "pc-stable-numpy": "PC-Stable (numpy)", "fges": "fGES"}
+         "p-pc-stable-numpy": "P/PC-Stable (numpy)", "p-pc-stable-tetrad": "P/PC-Stable (Tetrad)", "p-fges": "P/fGES",
+         "pc-stable": "PC-Stable", "pc-stable-numpy": "PC-Stable (numpy)", "pc-stable-tetrad": "PC-Stable (Tetrad)",
+         "fges": "fGES"}
 
 
 def _number(value: float, metric: str) -> str:

@@ -40,8 +40,8 @@ def datasets(frame: pd.DataFrame) -> list[tuple[str, int]]:
 
 def methods(frame: pd.DataFrame) -> list[str]:
     """Ours first, then PEF baselines, then plain learners (the paper's row order)."""
-    order = ["p-sle", "p-sle-d", "p-sle-r", "p-pc-stable", "p-pc-stable-numpy", "p-fges", "pc-stable",
-             "pc-stable-numpy", "fges"]
+    order = ["p-sle", "p-sle-d", "p-sle-r", "p-pc-stable", "p-pc-stable-numpy", "p-pc-stable-tetrad", "p-fges",
+             "pc-stable", "pc-stable-numpy", "pc-stable-tetrad", "fges"]
     found = list(dict.fromkeys(frame["method"]))
     return [m for m in order if m in found] + sorted(m for m in found if m not in order)
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from hpc.autosle.checkpoint import canonical
 from hpc.errors import PsleError
+from hpc.jsontext import dumps
 from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
@@ -167,7 +168,7 @@ class Selector:
     def save(self, path: str | os.PathLike) -> None:
         from hpc.atomic import write_text_atomic
 
-        write_text_atomic(path, json.dumps(self.document(), allow_nan=False) + "\n")
+        write_text_atomic(path, dumps(self.document()) + "\n")
 
 
 def _digest(body: dict[str, Any]) -> str:
