@@ -24,6 +24,18 @@ def check_writable(path: str | os.PathLike) -> Path:
     return path
 
 
+def check_output(path: str | os.PathLike, suffixes: tuple[str, ...], what: str,
+                 inputs: tuple[str | os.PathLike, ...] = ()) -> Path:
+    """`check_writable`, plus: a suffix the writer understands, and not one of the run's input files."""
+    path = check_writable(path)
+    if path.suffix.lower() not in suffixes:
+        raise PsleError(f"{path}: {what} must be named {' or '.join(suffixes)}, not {path.suffix or 'without a suffix'}")
+    for source in inputs:
+        if path.resolve() == Path(source).resolve():
+            raise PsleError(f"{path}: the output would overwrite the input {source}; choose another name")
+    return path
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success fsync it and rename it over `path`.

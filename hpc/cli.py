@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,12 +21,16 @@ from hpc.errors import PsleError
 from hpc.jsontext import dumps
 
 
+PROBLEM_SUFFIXES = (".h5", ".hdf5")
+GRAPH_SUFFIXES = (".json", ".csv", ".txt")
+
+
 def _generate(args: argparse.Namespace) -> None:
-    from hpc.atomic import check_writable
+    from hpc.atomic import check_output
     from hpc.data.generate import benchmark_problem
     from hpc.data.problem import write_problem
 
-    check_writable(args.output)
+    check_output(args.output, PROBLEM_SUFFIXES, "a problem file")
     start = time.perf_counter()
     problem = benchmark_problem(args.nodes, args.seed, args.samples, network=args.network, graph=args.graph,
                                 edges_per_node=args.edges_per_node, rewire=args.rewire)
@@ -67,7 +73,11 @@ def _parse_params(items: list[str]) -> dict[str, object]:
     return params
 
 
-METHODS = ("p-sle", "sle", "p-fges", "p-pc-stable", "fges", "pc-stable")
+def _methods() -> tuple[str, ...]:
+    """p-sle and sle, then every registered learner inside PEF (p-<name>) and alone."""
+    from hpc.learners.members import MEMBERS
+
+    return ("p-sle", "sle", *(f"p-{m}" for m, cls in MEMBERS.items() if cls.pef), *MEMBERS)
 
 
 def _learner(args: argparse.Namespace):
@@ -83,9 +93,11 @@ def _learner(args: argparse.Namespace):
     from hpc.select.selector import load_selector
 
     params = _parse_params(args.param)
-    if args.wall_limit is not None and args.method in ("fges", "pc-stable"):
+    from hpc.learners.members import MEMBERS
+
+    if args.wall_limit is not None and args.method in MEMBERS:
         raise PsleError(f"--wall-limit applies to ensembles and PEF methods, not {args.method} (one run: use --time-limit)")
-    if args.method in ("fges", "pc-stable"):
+    if args.method in MEMBERS:
         # A plain learner runs alone in this process: a multithreaded one may use every allocated CPU.
         member = member_from_spec({"method": args.method, **params}, args.time_limit, allocated_cpus())
         member.validate()
@@ -121,6 +133,11 @@ def _learner(args: argparse.Namespace):
             partition = replace(partition, **{name: value})
         else:
             fusion = replace(fusion, **{name: value})
+    try:
+        partition.validate()
+        fusion.validate()
+    except PsleError as exc:
+        raise PsleError(f"--pef {exc}") from None
     pef = PEF(members, args.time_limit, partition, fusion, wall_limit=args.wall_limit, selection=args.selection,
               selector=selector if args.selection == "predicted" else None, top_k=args.top_k)
     pef.validate()
@@ -148,17 +165,16 @@ def _lost_runs(learner) -> str:
 
 
 def _learn(args: argparse.Namespace) -> None:
-    from hpc.atomic import check_writable
+    from hpc.atomic import check_output
     from hpc.data.tabular import check_learnable, read_data
     from hpc.graphs.io import write_graph
     from hpc.learners.members import Member, check_runtime
     from hpc.learners.runtime import TETRAD_VERSION
     from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
 
-    check_writable(args.output)
-    if Path(args.output).resolve() == Path(args.data).resolve():
-        raise PsleError(f"{args.output}: the output would overwrite the input data; choose another -o")
+    check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
     learner, label = _learner(args)
+    _check_scheduler(args)
     check_runtime()
     x, variables = read_data(args.data)
     check_learnable(x, variables, str(args.data))
@@ -179,17 +195,29 @@ def _learn(args: argparse.Namespace) -> None:
     print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {args.output}", file=sys.stderr)
 
 
+def _check_scheduler(args: argparse.Namespace) -> None:
+    from hpc.parallel import check_scheduler
+
+    if args.scheduler and not args.serial:
+        check_scheduler(args.scheduler)
+
+
 def _train(args: argparse.Namespace) -> None:
     import yaml
 
-    from hpc.atomic import check_writable, write_text_atomic
+    from hpc.atomic import check_output, write_text_atomic
+    from hpc.autosle.checkpoint import Checkpoint
+    from hpc.autosle.space import check_space
     from hpc.autosle.train import TrainConfig, train
     from hpc.autosle.training import TrainingConfig
     from hpc.learners.members import check_runtime
     from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
 
-    check_writable(args.output)
-    check_writable(args.checkpoint)
+    check_output(args.output, (".yaml", ".yml"), "the ensemble file", inputs=(args.checkpoint,))
+    check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint")
+    if args.min_nodes > args.max_nodes:
+        raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
+    _check_scheduler(args)
     check_runtime()
     if args.slurm:
         _submit_train(args)
@@ -197,7 +225,9 @@ def _train(args: argparse.Namespace) -> None:
     training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training,
-                         objective=args.objective)
+                         objective=args.objective, space=check_space(args.space.split(",")))
+    if Path(args.checkpoint).exists():  # a foreign, damaged or other-settings checkpoint: refuse before workers start
+        Checkpoint(args.checkpoint, config.settings())
     with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
         announce_dashboard(executor)
         result = train(config, args.checkpoint, executor)
@@ -218,7 +248,8 @@ def _submit_train(args: argparse.Namespace) -> None:
     argv = ["-o", str(Path(args.output).resolve()), "--checkpoint", str(Path(args.checkpoint).resolve()),
             "--k", str(args.k), "--trials", str(args.trials), "--problems", str(args.problems),
             "--min-nodes", str(args.min_nodes), "--max-nodes", str(args.max_nodes), "--samples", str(args.samples),
-            "--seed", str(args.seed), "--time-limit", str(args.time_limit), "--objective", args.objective]
+            "--seed", str(args.seed), "--time-limit", str(args.time_limit), "--objective", args.objective,
+            "--space", args.space]
     argv += ["--networks", *args.networks] if args.networks else []
     argv += ["--workers", str(args.workers)] if args.workers else []
     folder = Path(args.checkpoint).resolve().parent / ".submitit"
@@ -232,15 +263,18 @@ def _submit_train(args: argparse.Namespace) -> None:
 
 
 def _records(args: argparse.Namespace) -> None:
-    from hpc.atomic import check_writable
+    from hpc.atomic import check_output
     from hpc.learners.ensemble import load_sle
     from hpc.learners.members import check_runtime
     from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
     from hpc.progress import Progress
     from hpc.select.records import RecordsConfig, build_records, parse_shard, record_problems
 
-    check_writable(args.output)
+    check_output(args.output, PROBLEM_SUFFIXES, "the records file")
     parse_shard(args.shard)
+    if args.min_nodes > args.max_nodes:
+        raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
+    _check_scheduler(args)
     config = RecordsConfig(families=tuple(args.families), problems_per_family=args.problems_per_family,
                            min_nodes=args.min_nodes, max_nodes=args.max_nodes, samples=args.samples, seed=args.seed,
                            networks=tuple(args.networks or ()), time_limit=args.time_limit)
@@ -281,10 +315,10 @@ def _selection_examples(paths: list[str], portfolio: str | tuple[str, list] | No
 
 
 def _selector_fit(args: argparse.Namespace) -> None:
-    from hpc.atomic import check_writable
+    from hpc.atomic import check_output
     from hpc.select.selector import Selector
 
-    check_writable(args.output)
+    check_output(args.output, (".json",), "the selector file", inputs=tuple(args.records))
     name, members, examples = _selection_examples(args.records, args.portfolio, args.exclude_families)
     families = sorted({e.family for e in examples})
     provenance = {"records": [Path(p).name for p in args.records], "families": families,
@@ -318,10 +352,10 @@ def _selector_score(args: argparse.Namespace) -> None:
 
 
 def _aggregate(args: argparse.Namespace) -> None:
-    from hpc.atomic import check_writable
+    from hpc.atomic import check_output
     from hpc.report import aggregate
 
-    check_writable(args.output)
+    check_output(args.output, (".csv",), "the aggregate")
     frame = aggregate(args.results, args.output)
     print(f"psle: {len(frame)} results -> {args.output}", file=sys.stderr)
 
@@ -348,19 +382,60 @@ def _doctor(args: argparse.Namespace) -> None:
         print(f"licence   {name}: {text}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors as one line (its default prints the whole usage first)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"psle: error: {message} (see {self.prog} --help)\n")
+
+
+def _whole(least: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {least}, got {text!r}")
+        return value
+    return parse
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="psle", description=__doc__.splitlines()[0])
+    from hpc.learners.members import MEMBERS
+
+    parser = _Parser(prog="psle", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="write a benchmark problem (HDF5) as in the paper's §4.1.1")
     source = gen.add_mutually_exclusive_group(required=True)
     source.add_argument("--network", help="bnlearn network to replicate (e.g. alarm)")
     source.add_argument("--graph", choices=GRAPH_MODELS, help="random graph model instead (hub: a few nodes with 30 children or parents)")
-    gen.add_argument("--nodes", type=int, required=True, help="target number of variables")
-    gen.add_argument("--seed", type=int, default=0)
-    gen.add_argument("--samples", type=int, default=1000)
-    gen.add_argument("--edges-per-node", type=int, default=2, help="random graphs: edges = this x nodes")
-    gen.add_argument("--rewire", type=float, default=0.1, help="Watts-Strogatz rewiring probability")
+    gen.add_argument("--nodes", type=_whole(1), required=True, help="target number of variables")
+    gen.add_argument("--seed", type=_whole(0), default=0)
+    gen.add_argument("--samples", type=_whole(2), default=1000)
+    gen.add_argument("--edges-per-node", type=_whole(1), default=2, help="random graphs: edges = this x nodes")
+    gen.add_argument("--rewire", type=_probability, default=0.1, help="Watts-Strogatz rewiring probability")
     gen.add_argument("-o", "--output", required=True, help="problem file to write (.h5)")
     gen.set_defaults(func=_generate)
 
@@ -372,9 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     learn = sub.add_parser("learn", help="learn a CPDAG from data (CSV with a header row, or problem .h5)")
     learn.add_argument("data", help="data file: CSV (header = variable names) or problem .h5")
-    learn.add_argument("--method", default="p-sle", choices=METHODS,
+    learn.add_argument("--method", default="p-sle", choices=_methods(),
                        help="p-sle (default): PEF with an ensemble; sle: the ensemble on the whole problem; "
-                            "p-fges / p-pc-stable: PEF with one learner; fges / pc-stable: one learner")
+                            "p-<learner>: PEF with one learner; <learner>: one learner on the whole problem")
     learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned (default), default, random, "
                                                    "portfolio or a .yaml; with --selection predicted, the selector's")
     learn.add_argument("--selection", default="all", choices=["all", "predicted"],
@@ -383,18 +458,18 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--selector", default="truth", metavar="NAME|PATH",
                        help="with --selection predicted: truth (best F1 on held-out families; default), bic (the "
                             "paper's BIC winner, fewer runs) or a selector .json from `psle selector fit`")
-    learn.add_argument("--top-k", type=int, default=1, metavar="K",
+    learn.add_argument("--top-k", type=_whole(1), default=1, metavar="K",
                        help="with --selection predicted: run the K most likely members and keep the best BIC")
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                       help="learner parameters: fges penalty, max_parents, faithfulness; pc-stable alpha, depth")
+                       help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
                        help="PEF settings: large_fraction, min_large, alpha1, alpha2, prescreen_alpha, penalty")
-    learn.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+    learn.add_argument("--time-limit", type=_positive, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
-    learn.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+    learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",
                        help="for the whole sle / p-* run: member runs still going are cut and nothing is written")
     learn.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
-    learn.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
+    learn.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per core)")
     learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
     learn.set_defaults(func=_learn)
@@ -402,28 +477,30 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("train", help="Auto-SLE: learn an ensemble with SMAC3 on generated training problems")
     tr.add_argument("-o", "--output", required=True, help="learned ensemble (.yaml, usable as --sle)")
     tr.add_argument("--checkpoint", required=True, help="HDF5 checkpoint; rerun the same command to resume")
-    tr.add_argument("--k", type=int, default=4, help="ensemble size")
-    tr.add_argument("--trials", type=int, default=100, help="SMAC configurations per round")
-    tr.add_argument("--problems", type=int, default=100, help="training problems")
-    tr.add_argument("--min-nodes", type=int, default=5)
-    tr.add_argument("--max-nodes", type=int, default=1000)
-    tr.add_argument("--samples", type=int, default=1000)
+    tr.add_argument("--k", type=_whole(1), default=4, help="ensemble size")
+    tr.add_argument("--trials", type=_whole(1), default=100, help="SMAC configurations per round")
+    tr.add_argument("--problems", type=_whole(1), default=100, help="training problems")
+    tr.add_argument("--min-nodes", type=_whole(1), default=5)
+    tr.add_argument("--max-nodes", type=_whole(1), default=1000)
+    tr.add_argument("--samples", type=_whole(2), default=1000)
     tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the library)")
-    tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--time-limit", type=float, default=300.0, metavar="SECONDS", help="per member run")
+    tr.add_argument("--seed", type=_whole(0), default=0)
+    tr.add_argument("--time-limit", type=_positive, default=300.0, metavar="SECONDS", help="per member run")
+    tr.add_argument("--space", default="fges,pc-stable", metavar="LEARNER,...",
+                    help="learners Auto-SLE chooses from (default: the paper's); registered: " + ", ".join(MEMBERS))
     tr.add_argument("--objective", choices=["portfolio", "bic"], default="portfolio",
                     help="portfolio (the paper's Q(A, D): the best member's Q, what a perfect selector reaches) or "
                          "bic (the Q of the member the BIC rule returns)")
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
-    tr.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
+    tr.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per core)")
     tr.add_argument("--serial", action="store_true", help="no dask: evaluate in this process")
     sl = tr.add_argument_group("SLURM (with --slurm: submit as a preemption-safe, self-requeueing job)")
     sl.add_argument("--slurm", action="store_true", help="submit to SLURM instead of running here")
     sl.add_argument("--partition", default=None)
-    sl.add_argument("--time-min", type=int, default=1440, help="job time limit in minutes (it requeues itself)")
-    sl.add_argument("--mem-gb", type=float, default=8)
-    sl.add_argument("--cpus", type=int, default=2)
-    sl.add_argument("--requeues", type=int, default=10, help="how often a timed-out job may requeue itself")
+    sl.add_argument("--time-min", type=_whole(1), default=1440, help="job time limit in minutes (it requeues itself)")
+    sl.add_argument("--mem-gb", type=_positive, default=8)
+    sl.add_argument("--cpus", type=_whole(1), default=2)
+    sl.add_argument("--requeues", type=_whole(0), default=10, help="how often a timed-out job may requeue itself")
     sl.add_argument("--container", default=None, metavar="IMAGE.sif", help="run the job inside this Apptainer image")
     sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
     tr.set_defaults(func=_train)
@@ -432,19 +509,19 @@ def build_parser() -> argparse.ArgumentParser:
                                          "(what member selection learns from); rerun to resume")
     rc.add_argument("-o", "--output", required=True, help="records file (.h5); an existing one is resumed")
     rc.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES, help="problem families")
-    rc.add_argument("--problems-per-family", type=int, default=6)
-    rc.add_argument("--min-nodes", type=int, default=500)
-    rc.add_argument("--max-nodes", type=int, default=2000)
-    rc.add_argument("--samples", type=int, default=1000)
-    rc.add_argument("--seed", type=int, default=1, help="problem seeds derive from it (keep test seeds apart)")
+    rc.add_argument("--problems-per-family", type=_whole(1), default=6)
+    rc.add_argument("--min-nodes", type=_whole(1), default=500)
+    rc.add_argument("--max-nodes", type=_whole(1), default=2000)
+    rc.add_argument("--samples", type=_whole(2), default=1000)
+    rc.add_argument("--seed", type=_whole(0), default=1, help="problem seeds derive from it (keep test seeds apart)")
     rc.add_argument("--networks", nargs="*", help="bnlearn pool (default: library networks of <= 250 nodes, "
                                                   "minus the paper's ten test networks)")
     rc.add_argument("--portfolio", default="portfolio", help="ensemble to run: a conf/sle name or a .yaml")
-    rc.add_argument("--time-limit", type=float, default=300.0, metavar="SECONDS", help="per member run")
+    rc.add_argument("--time-limit", type=_positive, default=300.0, metavar="SECONDS", help="per member run")
     rc.add_argument("--shard", default="0/1", metavar="K/N",
                     help="this array task's share of the problems (e.g. $SLURM_ARRAY_TASK_ID/8), one file each")
     rc.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
-    rc.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
+    rc.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per core)")
     rc.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     rc.set_defaults(func=_records)
 
@@ -465,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--target", choices=["bic", "truth"], default="truth", help="without --selector: cross-validate")
     ss.add_argument("--portfolio", default=None, help="without --selector: members to choose among")
     ss.add_argument("--by", choices=["family", "problem"], default="family", help="cross-validation groups")
-    ss.add_argument("--top-k", type=int, default=1, help="run the K most likely members, keep the best BIC")
+    ss.add_argument("--top-k", type=_whole(1), default=1, help="run the K most likely members, keep the best BIC")
     ss.add_argument("--json", action="store_true", help="print JSON rows")
     ss.set_defaults(func=_selector_score)
 
@@ -486,20 +563,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's kill, `kill PID`): unwinds like Ctrl-C, so workers stop and temp files go."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"psle: warning: {str(message).strip().splitlines()[0] if str(message).strip() else category.__name__}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train" and os.environ.get("PYTHONHASHSEED") != "0":
         # SMAC's choices depend on string hashing; resuming replays them, so fix the seed (see autosle.train).
         os.execve(sys.executable, [sys.executable, "-m", "hpc.cli", *(sys.argv[1:] if argv is None else argv)],
                   {**os.environ, "PYTHONHASHSEED": "0"})
+    formatwarning, sigterm = warnings.formatwarning, signal.getsignal(signal.SIGTERM)
+    warnings.formatwarning = _one_line_warning
+    # Inside a submitit job its own handlers must stay (they requeue on preemption): only replace the default.
+    if sigterm == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args.func(args)
     except PsleError as exc:
         print(f"psle: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("psle: terminated (SIGTERM); nothing more written", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
-        print("psle: interrupted", file=sys.stderr)
+        print("psle: interrupted; nothing more written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`psle evaluate ... | head -1`): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    finally:
+        warnings.formatwarning = formatwarning
+        if sigterm == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, sigterm)
     return 0
 
 

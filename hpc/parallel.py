@@ -6,11 +6,17 @@ arrive, and `scatter(obj)` for large inputs several tasks share (sent once, not 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from hpc.errors import PsleError
 
 LOCAL_TCP_TIMEOUT = "600s"
 
@@ -21,6 +27,38 @@ def allocated_cpus() -> int:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return len(os.sched_getaffinity(0))
+
+
+def check_scheduler(address: str, timeout: float = 5.0) -> None:
+    """Fail in one line, before any work, when nothing listens at a dask scheduler address."""
+    from dask.distributed.comm import parse_address, parse_host_port
+
+    try:
+        protocol, location = parse_address(address)
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError):
+        raise PsleError(f"--scheduler {address}: not a scheduler address (expected tcp://HOST:PORT)") from None
+    if protocol not in ("tcp", "tls"):
+        return  # other transports (ucx, inproc) cannot be probed with a socket; Client reports them
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise PsleError(f"--scheduler {address}: no dask scheduler answers there ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _sigint_ignored_in_children() -> Iterator[None]:
+    """Processes started inside inherit an ignored SIGINT. Ctrl-C reaches the whole process group;
+    local dask workers would each print a traceback. This process alone handles it, and stopping
+    the cluster stops them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class SerialExecutor:
@@ -60,7 +98,8 @@ class DaskExecutor(SerialExecutor):
 
         self._cluster = None
         if address:
-            self.client = Client(address)
+            check_scheduler(address)
+            self.client = Client(address, timeout="30s")
         else:
             # The scheduler lives in this process; a long partition or fusion step here can keep it from
             # reading its sockets past dask's 30 s TCP timeout, and the client then drops its connection
@@ -68,8 +107,9 @@ class DaskExecutor(SerialExecutor):
             if "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP" not in os.environ:
                 dask.config.set({"distributed.comm.timeouts.tcp": LOCAL_TCP_TIMEOUT})
             # Dashboard on a free port: two runs on one machine must not fight over 8787.
-            self._cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                                         processes=True, dashboard_address=":0", silence_logs=40)
+            with _sigint_ignored_in_children():
+                self._cluster = LocalCluster(n_workers=n_workers or allocated_cpus(), threads_per_worker=1,
+                                             processes=True, dashboard_address=":0", silence_logs=40)
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None

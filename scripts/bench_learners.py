@@ -48,7 +48,7 @@ def main() -> None:
         problem = benchmark_problem(size, 0, 1000, network="alarm")
         for label, make in MEMBERS:
             worker = TetradWorker(heap=args.heap)
-            worker.call("start_jvm", {})
+            worker.call("hpc.learners.jvm:start_jvm", {})
             member = make()
             member.time_limit, member.worker = args.limit, worker
             pid = worker.pid

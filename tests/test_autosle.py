@@ -112,3 +112,21 @@ def test_ensemble_quality_by_objective_by_hand():
     assert ensemble_quality(q, bic, "bic").tolist() == [0.6, 1.2, 0.0]
     # The default objective stays out of the checkpoint's settings, so older checkpoints still resume.
     assert "objective" not in TrainConfig().settings() and TrainConfig(objective="bic").settings()["objective"] == "bic"
+
+
+def test_a_space_with_shared_parameter_names_keeps_them_apart(tmp_path):
+    cs = configuration_space(0, ("fges", "boss", "pc-stable"))
+    assert {"fges:penalty", "boss:penalty", "max_parents", "num_starts", "alpha"} <= set(cs.keys())
+    specs = [to_spec(c, ("fges", "boss", "pc-stable")) for c in cs.sample_configuration(60)]
+    boss = [s for s in specs if s["method"] == "boss"]
+    assert boss and all(set(s) == {"method", "penalty", "num_starts", "use_bes"} and 1 <= s["penalty"] <= 1000
+                        for s in boss)
+    with pytest.raises(PsleError, match="space: unknown method 'gies'"):
+        configuration_space(0, ("fges", "gies"))
+    run = subprocess.run([PSLE, "train", "--space", "boss,fges", "--problems", "2", "--max-nodes", "20", "--k", "1",
+                          "--trials", "4", "--serial", "--checkpoint", str(tmp_path / "c.h5"),
+                          "-o", str(tmp_path / "e.yaml")], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    with h5py.File(tmp_path / "c.h5") as f:
+        assert '"space":["boss","fges"]' in f.attrs["settings"]
+        assert any(k.startswith(b'{"method":"boss"') for k in f["evaluations/keys"][()])

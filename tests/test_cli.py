@@ -66,9 +66,9 @@ def assert_one_line_failure(run: subprocess.CompletedProcess, *fragments: str) -
 
 @pytest.mark.parametrize("args, fragment", [
     (["--network", "nonesuch", "--nodes", "100"], "unknown network 'nonesuch'"),
-    (["--network", "asia", "--nodes", "0"], "must be positive, got 0"),
-    (["--network", "asia", "--nodes", "-5"], "must be positive, got -5"),
-    (["--network", "asia", "--nodes", "100", "--samples", "1"], "at least 2, got 1"),
+    (["--network", "asia", "--nodes", "0"], "argument --nodes: must be a whole number >= 1, got '0'"),
+    (["--network", "asia", "--nodes", "-5"], "argument --nodes: must be a whole number >= 1, got '-5'"),
+    (["--network", "asia", "--nodes", "100", "--samples", "1"], "argument --samples: must be a whole number >= 2"),
 ])
 def test_generate_rejects_bad_arguments_without_output(tmp_path, args, fragment):
     out = tmp_path / "p.h5"

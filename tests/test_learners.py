@@ -16,7 +16,7 @@ from hpc.graphs.metrics import evaluate
 from hpc.graphs.pdag import PDAG
 from hpc.learners import FGES, PCStable, member_from_spec
 from hpc.learners.bic import bic, covariance, local_scores
-from hpc.learners.members import LearnerError
+from hpc.learners.members import BOSS, LearnerError
 from hpc.learners.worker import TetradWorker
 
 
@@ -85,7 +85,26 @@ def test_pc_stable_equals_a_direct_tetrad_call(alarm100, tetrad):
     search.setStable(True)
     search.setDepth(1000)
     direct = tetrad_graph_to_pdag(search.search(), names)
-    assert PCStable(alpha=0.05, depth=1000).fit(alarm100.data, names).graph_ == direct
+    assert PCStable(alpha=0.05, depth=1000, engine="tetrad").fit(alarm100.data, names).graph_ == direct
+
+
+def test_boss_equals_a_direct_tetrad_call(alarm100, tetrad):
+    from edu.cmu.tetrad.search import Boss, PermutationSearch
+    from edu.cmu.tetrad.search.score import SemBicScore
+
+    from hpc.learners.tetrad import tetrad_name
+
+    names = [tetrad_name(i) for i in range(alarm100.p)]
+    score = SemBicScore(tetrad_dataset(alarm100.data, names), True)
+    score.setPenaltyDiscount(2.0)
+    boss = Boss(score)
+    boss.setUseBes(True)
+    boss.setNumStarts(2)
+    search = PermutationSearch(boss)
+    search.setSeed(0)
+    direct = tetrad_graph_to_pdag(search.search(True), names)
+    ours = BOSS(penalty=2, use_bes=True, num_starts=2, threads=2).fit(alarm100.data, names)
+    assert ours.status_ == "ok" and ours.graph_ == direct
 
 
 @pytest.mark.parametrize("penalty", [1.0, 2.5])
@@ -126,7 +145,7 @@ def test_fges_accuracy_on_alarm_100(alarm100):
 def test_time_limit_stops_the_search_and_leaves_no_jvm():
     problem = benchmark_problem(500, 1, 1000, network="alarm")
     worker = TetradWorker()
-    worker.call("start_jvm", {})  # warm: the limit then measures the search alone
+    worker.call("hpc.learners.jvm:start_jvm", {})  # warm: the limit then measures the search alone
     pid = worker.pid
     start = time.monotonic()
     m = FGES(penalty=1, time_limit=2, worker=worker).fit(problem.data, problem.variables)
@@ -151,9 +170,9 @@ def test_a_killed_caller_takes_its_busy_jvm_worker_down(tmp_path):
         "from hpc.learners.bic import covariance\n"
         "from hpc.learners.worker import TetradWorker\n"
         "p = benchmark_problem(500, 1, 1000, network='alarm')\n"
-        "w = TetradWorker(); w.call('start_jvm', {})\n"
+        "w = TetradWorker(); w.call('hpc.learners.jvm:start_jvm', {})\n"
         "print(w.pid, flush=True)\n"
-        "w.call('run_fges', dict(cov=covariance(p.data), n=1000, penalty=1.0, max_degree=1000, faithfulness=False))\n")
+        "w.call('hpc.learners.tetrad:run_fges', dict(cov=covariance(p.data), n=1000, penalty=1.0, max_degree=1000, faithfulness=False))\n")
     caller = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     pid = int(caller.stdout.readline())
     time.sleep(3)  # the search is under way
@@ -205,9 +224,9 @@ def test_parameters_are_checked_against_the_paper_space(member, message):
         member.fit(np.random.default_rng(0).standard_normal((20, 3)))
 
 
-def test_defaults_are_tetrads():
+def test_defaults_are_tetrads_with_the_reproducible_pc_engine():
     assert FGES().get_params() == {"penalty": 1.0, "max_parents": 1000, "faithfulness": False}
-    assert PCStable().get_params() == {"alpha": 0.05, "depth": 1000, "engine": "tetrad"}
+    assert PCStable().get_params() == {"alpha": 0.05, "depth": 1000, "engine": "numpy"}
 
 
 def test_member_from_spec_round_trips_and_rejects_unknowns():

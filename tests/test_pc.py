@@ -81,5 +81,5 @@ def test_member_runs_the_numpy_engine_in_its_worker():
     member = PCStable(engine="numpy").fit(problem.data, problem.variables)
     assert member.status_ == "ok" and member.spec()["engine"] == "numpy"
     assert member.graph_ == PDAG(problem.variables, *pc_stable(covariance(problem.data), problem.n, 0.05, 1000))
-    with pytest.raises(PsleError, match=r"engine must be one of tetrad, numpy, got 'java'"):
+    with pytest.raises(PsleError, match=r"engine must be one of numpy, tetrad, got 'java'"):
         PCStable(engine="java").fit(problem.data, problem.variables)

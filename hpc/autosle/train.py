@@ -27,7 +27,7 @@ import numpy as np
 
 from hpc.autosle.checkpoint import Checkpoint
 from hpc.autosle.quality import member_quality
-from hpc.autosle.space import configuration_space, to_spec
+from hpc.autosle.space import PAPER_SPACE, check_space, configuration_space, to_spec
 from hpc.autosle.training import TrainingConfig, training_problems
 from hpc.errors import PsleError
 from hpc.parallel import SerialExecutor
@@ -42,11 +42,13 @@ class TrainConfig:
     time_limit: float | None = 300.0  # per member run on a training problem
     training: TrainingConfig = field(default_factory=TrainingConfig)
     objective: str = "portfolio"  # or "bic" (see the module docstring)
+    space: tuple[str, ...] = PAPER_SPACE  # learners Auto-SLE may choose from (hpc.learners.members)
 
     def settings(self) -> dict[str, Any]:
-        """What the results depend on: the checkpoint's identity (the default objective is left out,
-        so checkpoints from before there was a choice still resume)."""
-        skip = {"training"} | ({"objective"} if self.objective == "portfolio" else set())
+        """What the results depend on: the checkpoint's identity (the default objective and space are
+        left out, so checkpoints from before there was a choice still resume)."""
+        skip = {"training"} | ({"objective"} if self.objective == "portfolio" else set()) \
+            | ({"space"} if tuple(self.space) == PAPER_SPACE else set())
         return {**{k: v for k, v in asdict(self).items() if k not in skip}, "training": self.training.as_dict()}
 
 
@@ -77,7 +79,7 @@ def _smac(config: TrainConfig, round_index: int, workdir: str):
     from smac import HyperparameterOptimizationFacade as HPO
     from smac import Scenario
 
-    space = configuration_space(config.seed + round_index)
+    space = configuration_space(config.seed + round_index, tuple(config.space))
     scenario = Scenario(space, deterministic=True, n_trials=config.trials, seed=config.seed + round_index,
                         output_directory=Path(workdir) / f"round{round_index}")
     return HPO(scenario, lambda cfg, seed=0: 0.0, overwrite=True, logging_level=logging.ERROR,
@@ -94,6 +96,7 @@ def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bo
         raise PsleError(f"need k >= 1 and trials >= 1, got k={config.k}, trials={config.trials}")
     if config.objective not in OBJECTIVES:
         raise PsleError(f"objective must be one of {', '.join(OBJECTIVES)}, got {config.objective!r}")
+    check_space(config.space)
     problems = training_problems(config.training)
     ckpt = Checkpoint(checkpoint_path, config.settings())
     executor = executor or SerialExecutor()
@@ -127,7 +130,7 @@ def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bo
             for t in range(config.trials):
                 tick = time.perf_counter()
                 info = smac.ask()
-                spec = to_spec(info.config)
+                spec = to_spec(info.config, tuple(config.space))
                 q, b = qualities(spec)
                 gain = float((ensemble_quality(chosen_q + [q], chosen_bic + [b], config.objective)
                               - ensemble_q).mean())

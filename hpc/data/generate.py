@@ -98,6 +98,10 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
     """
     if n_nodes <= 0:
         raise PsleError(f"number of nodes must be positive, got {n_nodes}")
+    if isinstance(edges_per_node, bool) or not isinstance(edges_per_node, (int, np.integer)) or edges_per_node < 1:
+        raise PsleError(f"edges per node must be a whole number of at least 1, got {edges_per_node!r}")
+    if not 0.0 <= rewire <= 1.0:
+        raise PsleError(f"the rewiring probability must be in [0, 1], got {rewire!r}")
     m = edges_per_node
     seed = int(rng.integers(2**31))
     if model == "er":
@@ -183,6 +187,8 @@ def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str |
         raise PsleError("give exactly one of a network name or a graph model")
     if samples < 2:
         raise PsleError(f"number of samples must be at least 2, got {samples}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise PsleError(f"seed must be a whole number >= 0, got {seed!r}")
     rng = np.random.default_rng(seed)
     if network is not None:
         base = load_network(network)

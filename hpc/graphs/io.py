@@ -61,10 +61,12 @@ def write_edge_csv(path: str | os.PathLike, g: PDAG) -> None:
 def read_edge_csv(path: str | os.PathLike, variables: list[str] | None = None) -> PDAG:
     """An edge list `from,to,edge`; variables default to those the edges name, in order seen."""
     try:
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
     except FileNotFoundError:
         raise PsleError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise PsleError(f"{path}: not a UTF-8 text file") from None
     if not rows or [c.strip() for c in rows[0]] != ["from", "to", "edge"]:
         raise PsleError(f"{path}: expected the header 'from,to,edge'")
     edges = []
@@ -126,9 +128,12 @@ def read_graph(path: str | os.PathLike) -> PDAG:
         return read_edge_csv(path)
     if suffix == ".txt":
         try:
-            return from_tetrad_text(Path(path).read_text(), str(path))
+            text = Path(path).read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise PsleError(f"{path}: no such file") from None
+        except UnicodeDecodeError:
+            raise PsleError(f"{path}: not a UTF-8 text file") from None
+        return from_tetrad_text(text, str(path))
     raise PsleError(f"{path}: unknown graph format {suffix!r} (use .json, .csv or .txt)")
 
 

@@ -72,6 +72,12 @@ def check_task(cfg: Any) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0):
             raise PsleError(f"{name}={value}: must be a positive number of seconds, or null for none")
     if cfg.task == "train":
+        from hpc.autosle.space import check_space
+
+        try:
+            check_space(tuple(cfg.train.get("space") or ()))
+        except PsleError as exc:
+            raise PsleError(f"train.{exc}") from None
         return
     ds = cfg.dataset
     if ds.kind == "file":

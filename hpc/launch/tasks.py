@@ -140,6 +140,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
 def train_task(cfg: Any) -> dict[str, Any]:
     import yaml
 
+    from hpc.autosle.space import PAPER_SPACE
     from hpc.autosle.train import TrainConfig, train
     from hpc.autosle.training import TrainingConfig
     from hpc.launch.executors import make_executor
@@ -148,7 +149,7 @@ def train_task(cfg: Any) -> dict[str, Any]:
     training = TrainingConfig(problems=t.problems, min_nodes=t.min_nodes, max_nodes=t.max_nodes, samples=t.samples,
                               seed=cfg.seed, networks=tuple(t.get("networks") or ()))
     config = TrainConfig(k=t.k, trials=t.trials, seed=cfg.seed, time_limit=cfg.time_limit, training=training,
-                         objective=t.get("objective", "portfolio"))
+                         objective=t.get("objective", "portfolio"), space=tuple(t.get("space") or PAPER_SPACE))
     folder = Path(cfg.results_dir)
     folder.mkdir(parents=True, exist_ok=True)
     with make_executor(cfg.executor) as executor:

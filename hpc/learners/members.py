@@ -1,13 +1,16 @@
-"""Ensemble members: Tetrad's fGES and PC-Stable with the paper's parameters, scikit-learn style.
+"""The learner registry: every structure learner an ensemble can hold, scikit-learn style.
 
 Configure in the constructor, `fit(X)`, read `graph_` (a CPDAG), `status_` ("ok" or
-"timed out"), `seconds_` and `bic_`. Parameters are validated against the paper's search
-space (§4.1.2) in `fit`, so a configuration can be built, stored and compared first.
+"timed out"), `seconds_` and `bic_`. Each class declares its parameters (type, default, range,
+searched or not) and its runner; `MEMBERS` is the one list the CLI, the worker, Auto-SLE's
+space, preflight and the reports read. Parameters are validated in `fit`, so a configuration
+can be built, stored and compared first. Adding a learner: a class here, its runner, configs.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,17 +42,65 @@ def check_runtime() -> None:
         _runtime_checked = True
 
 
-class Member:
-    """Common machinery: validation, the worker call under a time limit, result attributes."""
+@dataclass(frozen=True)
+class Param:
+    """One learner parameter: its type, default and allowed range, and whether Auto-SLE searches it."""
 
-    method: ClassVar[str]
-    runner: ClassVar[str]  # function in hpc.learners.tetrad that the worker calls
-    ranges: ClassVar[dict[str, tuple[float, float]]]
-    integers: ClassVar[tuple[str, ...]] = ()
-    options: ClassVar[tuple[str, ...]] = ()  # non-numeric parameters, checked by the subclass
+    name: str
+    kind: type  # float, int, bool or str
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    log: bool = False  # sample on a log scale in Auto-SLE's space
+    choices: tuple[str, ...] = ()  # for str parameters
+    searched: bool = True  # part of Auto-SLE's configuration space (else fixed at the default there)
+    doc: str = ""
+
+    def check(self, owner: str, value: Any) -> None:
+        if self.kind is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise PsleError(f"{owner}: {self.name} must be true or false, got {value!r}")
+        elif self.kind is str:
+            if value not in self.choices:
+                raise PsleError(f"{owner}: {self.name} must be one of {', '.join(self.choices)}, got {value!r}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise PsleError(f"{owner}: {self.name} must be a number, got {value!r}")
+            if self.kind is int and int(value) != value:
+                raise PsleError(f"{owner}: {self.name} must be a whole number, got {value!r}")
+            if not self.low <= value <= self.high:
+                raise PsleError(f"{owner}: {self.name}={value!r} is outside [{self.low:g}, {self.high:g}]")
+
+    def describe(self) -> str:
+        if self.kind is bool:
+            return f"{self.name} (true/false)"
+        if self.kind is str:
+            return f"{self.name} ({'/'.join(self.choices)})"
+        return f"{self.name} [{self.low:g}, {self.high:g}]"
+
+
+class Member:
+    """A configured learner. Subclasses declare `params` and how to call their runner; everything
+    else that lists learners (the worker, the CLI, Auto-SLE's space, reports) reads `MEMBERS`."""
+
+    method: ClassVar[str]  # the name in specs, configs and `psle learn --method`
+    label: ClassVar[str]  # the name in tables
+    runner: ClassVar[str]  # "module:function" the JVM worker process calls
+    params: ClassVar[tuple[Param, ...]]
+    pef: ClassVar[bool] = True  # also offered inside PEF, as method "p-<method>"
     multithreaded: ClassVar[bool] = False  # accepts `threads` (a run setting, not part of the spec)
 
-    time_limit: float | None
+    def __init__(self, time_limit: float | None = None, threads: int = 1, worker: TetradWorker | None = None,
+                 **params: Any):
+        unknown = sorted(set(params) - set(self.param_names()))
+        if unknown:
+            raise PsleError(f"{self.method}: unknown parameter(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(self.param_names())}")
+        for p in self.params:
+            setattr(self, p.name, params.get(p.name, p.default))
+        self.time_limit = time_limit
+        self.threads = threads
+        self.worker = worker
 
     def get_params(self) -> dict[str, Any]:
         """The learner's own parameters (not run settings such as the time limit)."""
@@ -57,7 +108,11 @@ class Member:
 
     @classmethod
     def param_names(cls) -> tuple[str, ...]:
-        return tuple(cls.ranges) + cls.options
+        return tuple(p.name for p in cls.params)
+
+    @classmethod
+    def describe(cls) -> str:
+        return f"{cls.method}: {', '.join(p.describe() for p in cls.params)}"
 
     def spec(self) -> dict[str, Any]:
         """`{"method": ..., **params}`: how ensembles and result files record a member."""
@@ -68,18 +123,13 @@ class Member:
         return f"{self.method}({args})"
 
     def validate(self) -> None:
-        for name, (lo, hi) in self.ranges.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise PsleError(f"{self!r}: {name} must be a number, got {value!r}")
-            if name in self.integers and int(value) != value:
-                raise PsleError(f"{self!r}: {name} must be a whole number, got {value!r}")
-            if not lo <= value <= hi:
-                raise PsleError(f"{self!r}: {name}={value!r} is outside [{lo:g}, {hi:g}]")
+        for p in self.params:
+            p.check(repr(self), getattr(self, p.name))
         if self.time_limit is not None and not self.time_limit > 0:
             raise PsleError(f"{self!r}: time limit must be positive, got {self.time_limit!r}")
 
     def _runner_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of `runner` (besides cov and n)."""
         raise NotImplementedError
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> Member:
@@ -96,7 +146,7 @@ class Member:
         """Learn from a covariance matrix (divisor n - 1) and sample size: what PEF and the SLE pass."""
         self.validate()
         check_runtime()
-        worker: TetradWorker = getattr(self, "worker", None) or default_worker()
+        worker: TetradWorker = self.worker or default_worker()
         start = time.perf_counter()
         try:
             directed, undirected = worker.call(self.runner, dict(
@@ -117,6 +167,9 @@ class Member:
                 "seconds": round(self.seconds_, 3), "bic": self.bic_, "tetrad_version": TETRAD_VERSION}
 
 
+PENALTY_DOC = "BIC penalty discount λ (SemBicScore)"
+
+
 class FGES(Member):
     """Fast greedy equivalence search with Tetrad's SemBicScore.
 
@@ -124,26 +177,12 @@ class FGES(Member):
     (adjacencies), which is how the paper's Tetrad runs used it.
     """
 
-    method = "fges"
-    runner = "run_fges"
+    method, label = "fges", "fGES"
+    runner = "hpc.learners.tetrad:run_fges"
     multithreaded = True
-    ranges = {"penalty": (1.0, 1000.0), "max_parents": (1, 1000)}
-    integers = ("max_parents",)
-    options = ("faithfulness",)
-
-    def __init__(self, penalty: float = 1.0, max_parents: int = 1000, faithfulness: bool = False,
-                 time_limit: float | None = None, threads: int = 1, worker: TetradWorker | None = None):
-        self.penalty = penalty
-        self.max_parents = max_parents
-        self.faithfulness = faithfulness
-        self.time_limit = time_limit
-        self.threads = threads
-        self.worker = worker
-
-    def validate(self) -> None:
-        super().validate()
-        if not isinstance(self.faithfulness, (bool, np.bool_)):
-            raise PsleError(f"{self!r}: faithfulness must be true or false, got {self.faithfulness!r}")
+    params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
+              Param("max_parents", int, 1000, 1, 1000, log=True, doc="degree limit m"),
+              Param("faithfulness", bool, False, doc="assume faithfulness (fewer score evaluations)"))
 
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"penalty": float(self.penalty), "max_degree": int(self.max_parents),
@@ -157,34 +196,38 @@ class PCStable(Member):
     `engine="tetrad"` runs Tetrad's own Pc; its separating sets, and so some orientations, depend
     on thread timing, so two runs on the same data can differ."""
 
-    method = "pc-stable"
-    ranges = {"alpha": (0.01, 0.2), "depth": (1, 1000)}
-    integers = ("depth",)
-    options = ("engine",)
-    engines = {"tetrad": "run_pc", "numpy": "pc_stable_numpy"}
-
-    def __init__(self, alpha: float = 0.05, depth: int = 1000, engine: str = "numpy",
-                 time_limit: float | None = None, worker: TetradWorker | None = None):
-        self.alpha = alpha
-        self.depth = depth
-        self.engine = engine
-        self.time_limit = time_limit
-        self.worker = worker
+    method, label = "pc-stable", "PC-Stable"
+    params = (Param("alpha", float, 0.05, 0.01, 0.2, doc="Fisher's z test level"),
+              Param("depth", int, 1000, 1, 1000, log=True, doc="largest conditioning set"),
+              Param("engine", str, "numpy", choices=("numpy", "tetrad"), searched=False,
+                    doc="numpy (reproducible, fast) or Tetrad's Pc"))
+    engines = {"tetrad": "hpc.learners.tetrad:run_pc", "numpy": "hpc.learners.pc:pc_stable"}
 
     @property
     def runner(self) -> str:  # type: ignore[override]
         return self.engines[self.engine]
 
-    def validate(self) -> None:
-        super().validate()
-        if self.engine not in self.engines:
-            raise PsleError(f"{self!r}: engine must be one of {', '.join(self.engines)}, got {self.engine!r}")
-
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"alpha": float(self.alpha), "depth": int(self.depth)}
 
 
-MEMBERS: dict[str, type[Member]] = {"fges": FGES, "pc-stable": PCStable}
+class BOSS(Member):
+    """Best order score search (Andrews et al. 2023): a permutation search with Tetrad's
+    SemBicScore, reported more accurate than fGES on dense graphs."""
+
+    method, label = "boss", "BOSS"
+    runner = "hpc.learners.tetrad:run_boss"
+    multithreaded = True
+    params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
+              Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),
+              Param("use_bes", bool, False, doc="finish with a backward equivalence search"))
+
+    def _runner_kwargs(self) -> dict[str, Any]:
+        return {"penalty": float(self.penalty), "num_starts": int(self.num_starts), "use_bes": bool(self.use_bes),
+                "threads": int(self.threads)}
+
+
+MEMBERS: dict[str, type[Member]] = {cls.method: cls for cls in (FGES, PCStable, BOSS)}
 
 
 def member_from_spec(spec: dict[str, Any], time_limit: float | None = None, threads: int = 1) -> Member:
@@ -195,8 +238,4 @@ def member_from_spec(spec: dict[str, Any], time_limit: float | None = None, thre
     if method not in MEMBERS:
         raise PsleError(f"unknown method {method!r}; choose one of {', '.join(MEMBERS)}")
     cls = MEMBERS[method]
-    unknown = sorted(set(spec) - set(cls.param_names()))
-    if unknown:
-        raise PsleError(f"{method}: unknown parameter(s) {', '.join(unknown)}; "
-                        f"known: {', '.join(cls.param_names())}")
-    return cls(**spec, time_limit=time_limit, **({"threads": threads} if cls.multithreaded else {}))
+    return cls(time_limit=time_limit, threads=threads if cls.multithreaded else 1, **spec)

@@ -87,3 +87,28 @@ def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarra
     search.setVerbose(False)
     return graph_to_arrays(search.search(), cov.shape[0])
 
+
+
+def _sem_bic(cov: np.ndarray, n: int, penalty: float):
+    from edu.cmu.tetrad.search.score import SemBicScore
+
+    score = SemBicScore(covariance_matrix(cov, n))
+    score.setPenaltyDiscount(float(penalty))
+    return score
+
+
+def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool,
+             threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
+    count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable."""
+    start_jvm()
+    from edu.cmu.tetrad.search import Boss, PermutationSearch
+
+    boss = Boss(_sem_bic(cov, n, penalty))
+    boss.setUseBes(bool(use_bes))
+    boss.setNumStarts(int(num_starts))
+    boss.setNumThreads(int(threads))
+    boss.setVerbose(False)
+    search = PermutationSearch(boss)
+    search.setSeed(0)
+    return graph_to_arrays(search.search(True), cov.shape[0])

@@ -10,6 +10,7 @@ works inside daemonic dask workers.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import pickle
 import select
@@ -145,6 +146,14 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
+def _runner(name: str) -> Any:
+    """The function a request names as "module:function", from the project's learner modules only."""
+    module, _, attr = name.partition(":")
+    if not module.startswith("hpc.learners.") or not attr:
+        raise ValueError(f"not a learner runner: {name!r}")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _serve() -> None:
     """Worker main loop: requests on stdin, results on the original stdout.
 
@@ -155,17 +164,16 @@ def _serve() -> None:
     os.dup2(2, 1)
     if os.environ.get(PARENT_ENV, "").isdigit():
         threading.Thread(target=_exit_with_parent, args=(int(os.environ[PARENT_ENV]),), daemon=True).start()
-    from hpc.learners import pc, tetrad
-
-    runners = {"start_jvm": tetrad.start_jvm, "run_fges": tetrad.run_fges, "run_pc": tetrad.run_pc,
-               "pc_stable_numpy": pc.pc_stable}
+    functions: dict[str, Any] = {}
     while True:
         request = _recv_blocking(sys.stdin.buffer)
         if request is None:
             return
         function, kwargs = request
         try:
-            result = ("ok", runners[function](**kwargs))
+            if function not in functions:
+                functions[function] = _runner(function)
+            result = ("ok", functions[function](**kwargs))
         except Exception as exc:  # report, keep serving: one bad request must not kill the JVM
             text = str(exc).strip().splitlines()
             message = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.special import ndtr
 
+from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
 
 
@@ -25,6 +26,13 @@ class FusionConfig:
     prescreen_alpha: float | None = None  # marginal test before F1; None = F1 tests every cross pair
     penalty: float | None = None  # F3 threshold; None = 2 ln p (RIC), or ln n when p <= sqrt(n)
     chunk: int = 100_000  # pairs per batched inverse
+
+    def validate(self) -> None:
+        check_number("alpha1", self.alpha1, 0.0, 1.0, open_lo=True, open_hi=True)
+        for name in ("alpha2", "prescreen_alpha"):
+            check_number(name, getattr(self, name), 0.0, 1.0, open_lo=True, open_hi=True, optional=True)
+        check_number("penalty", self.penalty, 0.0, open_lo=True, optional=True)
+        check_number("chunk", self.chunk, 1, integer=True)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from hpc.checks import check_number
 from hpc.errors import PsleError
 
 
@@ -21,6 +22,11 @@ class PartitionConfig:
     large_fraction: float = 0.05  # a cluster is large when its size >= ceil(fraction * p) ...
     min_large: int = 2  # ... and at least this, so tiny problems do not split into singletons
     block: int = 2048  # rows of the correlation matrix computed at a time
+
+    def validate(self) -> None:
+        check_number("large_fraction", self.large_fraction, 0.0, 1.0, open_lo=True)
+        check_number("min_large", self.min_large, 1, integer=True)
+        check_number("block", self.block, 1, integer=True)
 
 
 def standardize(x: np.ndarray, dtype: type = np.float32) -> np.ndarray:

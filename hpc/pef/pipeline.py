@@ -105,6 +105,8 @@ class PEF:
                                 f"got {self.top_k!r}")
         check_members(self.members or [], self.time_limit, "PEF needs at least one member learner")
         check_wall_limit(self.wall_limit, "PEF")
+        self.partition.validate()
+        self.fusion.validate()
 
     def _selector(self) -> Selector:
         if self.selector is None:

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hpc.atomic import atomic_path  # noqa: E402
-from hpc.report.render import NAMES  # noqa: E402
+from hpc.report.render import display_name  # noqa: E402
 from hpc.report.summary import LABELS, methods  # noqa: E402
 
 PANELS = (("f1_adjacent", False), ("f1_arrowhead", False), ("shd", True), ("seconds", True))
@@ -43,10 +43,10 @@ def curves(frame: pd.DataFrame, network: str, out: Path) -> Path | None:
             means, limits = points(runs, network, m, metric)
             if means.empty and limits.empty:
                 continue
-            line, = ax.plot(means.index, means.to_numpy(), marker="o", label=NAMES.get(m, m))
+            line, = ax.plot(means.index, means.to_numpy(), marker="o", label=display_name(m))
             if metric == "seconds" and not limits.empty:
                 ax.plot(limits.index, limits.to_numpy(), linestyle="none", marker="^", markerfacecolor="none",
-                        color=line.get_color(), label=f"{NAMES.get(m, m)}: time limit hit")
+                        color=line.get_color(), label=f"{display_name(m)}: time limit hit")
         ax.set_xlabel("variables")
         ax.set_title(LABELS[metric] + (" (log)" if log else ""))
         if log:

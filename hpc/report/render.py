@@ -8,10 +8,20 @@ import pandas as pd
 
 from hpc.report.summary import LABELS, METRICS, OURS, Cell, datasets, improvement, methods, table
 
-NAMES = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)", "p-pc-stable": "P/PC-Stable",
-         "p-pc-stable-numpy": "P/PC-Stable (numpy)", "p-pc-stable-tetrad": "P/PC-Stable (Tetrad)", "p-fges": "P/fGES",
-         "pc-stable": "PC-Stable", "pc-stable-numpy": "PC-Stable (numpy)", "pc-stable-tetrad": "PC-Stable (Tetrad)",
-         "fges": "fGES"}
+def display_name(method: str) -> str:
+    """A method's name in tables: P/SLE for the ensembles, P/<label> and <label> for registered learners
+    (an engine variant such as p-pc-stable-tetrad says its engine), else the config name itself."""
+    from hpc.learners.members import MEMBERS
+
+    special = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)"}
+    if method in special:
+        return special[method]
+    pef, base = (True, method[2:]) if method.startswith("p-") else (False, method)
+    base, _, variant = next(((m, "-", base[len(m) + 1:]) for m in MEMBERS if base.startswith(m + "-")), (base, "", ""))
+    if base not in MEMBERS:
+        return method
+    engine = {"numpy": " (numpy)", "tetrad": " (Tetrad)"}.get(variant, f" ({variant})" if variant else "")
+    return ("P/" if pef else "") + MEMBERS[base].label + engine
 
 
 def _number(value: float, metric: str) -> str:
@@ -53,7 +63,7 @@ def markdown_table(frame: pd.DataFrame, cells: Tables) -> str:
     limit = frame["time_limit"].dropna().max() if frame["time_limit"].notna().any() else None
     for m in methods(frame):
         for metric in cells:
-            row = [NAMES.get(m, m) if metric == METRICS[0] else "", LABELS[metric]]
+            row = [display_name(m) if metric == METRICS[0] else "", LABELS[metric]]
             row += [format_cell(cells[metric].get((n, v, m)), metric, limit) for n, v in cols]
             lines.append("| " + " | ".join(row) + " |")
     if OURS in set(frame["method"]) and frame["method"].nunique() > 1:
@@ -90,12 +100,12 @@ def shortfalls(frame: pd.DataFrame, tables: Tables, ours: str = OURS) -> list[st
             if mine is None or winner is None or winner == ours or mine.best:
                 continue
             if not mine.complete:
-                notes.append(f"{n}-{v}: {NAMES[ours]} did not finish every seed; {NAMES.get(winner, winner)} is best "
+                notes.append(f"{n}-{v}: {display_name(ours)} did not finish every seed; {display_name(winner)} is best "
                              f"on {LABELS[metric]}.")
                 continue
             gap = abs(cells[(n, v, winner)].mean - mine.mean)
             verdict = "not significantly" if mine.bold else "significantly"
-            notes.append(f"{n}-{v} {LABELS[metric]}: {NAMES[ours]} {_number(mine.mean, metric)} trails "
-                         f"{NAMES.get(winner, winner)} {_number(cells[(n, v, winner)].mean, metric)} by "
+            notes.append(f"{n}-{v} {LABELS[metric]}: {display_name(ours)} {_number(mine.mean, metric)} trails "
+                         f"{display_name(winner)} {_number(cells[(n, v, winner)].mean, metric)} by "
                          f"{_number(gap, metric)} ({verdict} worse, Wilcoxon p = 0.05 over {mine.n} seeds).")
     return notes

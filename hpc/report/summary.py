@@ -40,10 +40,17 @@ def datasets(frame: pd.DataFrame) -> list[tuple[str, int]]:
 
 def methods(frame: pd.DataFrame) -> list[str]:
     """Ours first, then PEF baselines, then plain learners (the paper's row order)."""
-    order = ["p-sle", "p-sle-d", "p-sle-r", "p-pc-stable", "p-pc-stable-numpy", "p-pc-stable-tetrad", "p-fges",
-             "pc-stable", "pc-stable-numpy", "pc-stable-tetrad", "fges"]
+    from hpc.learners.members import MEMBERS
+
     found = list(dict.fromkeys(frame["method"]))
-    return [m for m in order if m in found] + sorted(m for m in found if m not in order)
+    learners = sorted(MEMBERS, key=lambda m: m != "pc-stable")  # the paper lists PC-Stable before fGES
+    order = ["p-sle", "p-sle-d", "p-sle-r", *(f"p-{m}" for m in learners), *learners]
+
+    def rank(method: str) -> tuple[int, str]:
+        base = next((o for o in sorted(order, key=len, reverse=True) if method == o or method.startswith(o + "-")),
+                    None)
+        return (order.index(base), method) if base else (len(order), method)
+    return sorted(found, key=rank)
 
 
 def _runs(frame: pd.DataFrame, network: str, nodes: int, method: str) -> pd.DataFrame:
