@@ -227,7 +227,20 @@ class BOSS(Member):
                 "threads": int(self.threads)}
 
 
-MEMBERS: dict[str, type[Member]] = {cls.method: cls for cls in (FGES, PCStable, BOSS)}
+class GRaSP(Member):
+    """Greedy relaxations of the sparsest permutation (Lam, Andrews & Ramsey 2022) with SemBicScore."""
+
+    method, label = "grasp", "GRaSP"
+    runner = "hpc.learners.tetrad:run_grasp"
+    params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
+              Param("depth", int, 3, 1, 5, doc="depth of the tuck search"),
+              Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"))
+
+    def _runner_kwargs(self) -> dict[str, Any]:
+        return {"penalty": float(self.penalty), "depth": int(self.depth), "num_starts": int(self.num_starts)}
+
+
+MEMBERS: dict[str, type[Member]] = {cls.method: cls for cls in (FGES, PCStable, BOSS, GRaSP)}
 
 
 def member_from_spec(spec: dict[str, Any], time_limit: float | None = None, threads: int = 1) -> Member:
