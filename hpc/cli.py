@@ -86,7 +86,7 @@ def _learner(args: argparse.Namespace):
 
     from hpc.learners.ensemble import SLE, load_sle
     from hpc.learners.members import member_from_spec
-    from hpc.parallel import allocated_cpus
+    from hpc.executors import allocated_cpus
     from hpc.pef.fusion import FusionConfig
     from hpc.pef.pipeline import PEF
     from hpc.pef.partition import PartitionConfig
@@ -170,7 +170,7 @@ def _learn(args: argparse.Namespace) -> None:
     from hpc.graphs.io import write_graph
     from hpc.learners.members import Member, check_runtime
     from hpc.learners.runtime import TETRAD_VERSION
-    from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
+    from hpc.executors import announce_dashboard, make_executor
 
     check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
     learner, label = _learner(args)
@@ -181,7 +181,7 @@ def _learn(args: argparse.Namespace) -> None:
     print(f"psle: {label} on {args.data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
     start = time.perf_counter()
     parallel = not isinstance(learner, Member) and not args.serial
-    with (DaskExecutor(args.scheduler, args.workers) if parallel else SerialExecutor()) as executor:
+    with make_executor("local" if parallel else "serial", args.scheduler, args.workers) as executor:
         announce_dashboard(executor)
         learner.executor = executor
         learner.fit(x, variables)
@@ -196,7 +196,7 @@ def _learn(args: argparse.Namespace) -> None:
 
 
 def _check_scheduler(args: argparse.Namespace) -> None:
-    from hpc.parallel import check_scheduler
+    from hpc.executors import check_scheduler
 
     if args.scheduler and not args.serial:
         check_scheduler(args.scheduler)
@@ -211,7 +211,7 @@ def _train(args: argparse.Namespace) -> None:
     from hpc.autosle.train import TrainConfig, train
     from hpc.autosle.training import TrainingConfig
     from hpc.learners.members import check_runtime
-    from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
+    from hpc.executors import announce_dashboard, make_executor
 
     check_output(args.output, (".yaml", ".yml"), "the ensemble file", inputs=(args.checkpoint,))
     check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint")
@@ -228,7 +228,7 @@ def _train(args: argparse.Namespace) -> None:
                          objective=args.objective, space=check_space(args.space.split(",")))
     if Path(args.checkpoint).exists():  # a foreign, damaged or other-settings checkpoint: refuse before workers start
         Checkpoint(args.checkpoint, config.settings())
-    with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
+    with make_executor("serial" if args.serial else "local", args.scheduler, args.workers) as executor:
         announce_dashboard(executor)
         result = train(config, args.checkpoint, executor)
     doc = {"name": Path(args.output).stem, "members": result.members,
@@ -266,7 +266,7 @@ def _records(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
     from hpc.learners.ensemble import load_sle
     from hpc.learners.members import check_runtime
-    from hpc.parallel import DaskExecutor, SerialExecutor, announce_dashboard
+    from hpc.executors import announce_dashboard, make_executor
     from hpc.progress import Progress
     from hpc.select.records import RecordsConfig, build_records, parse_shard, record_problems
 
@@ -281,7 +281,7 @@ def _records(args: argparse.Namespace) -> None:
     record_problems(config)
     name, portfolio = load_sle(args.portfolio)
     check_runtime()
-    with (SerialExecutor() if args.serial else DaskExecutor(args.scheduler, args.workers)) as executor:
+    with make_executor("serial" if args.serial else "local", args.scheduler, args.workers) as executor:
         announce_dashboard(executor)
         store = build_records(config, portfolio, args.output, executor, args.shard, Progress(min_interval=5))
     print(f"psle: {len(store.rows)} records ({len(store.done_problems)} problems, portfolio {name}) -> {args.output}",

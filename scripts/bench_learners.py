@@ -2,9 +2,10 @@
 
 Each run gets a fresh JVM worker (so peak RSS = that run's JVM, read from /proc VmHWM) and a
 time limit; a run over it is reported as "> LIMIT s". Members: fGES with Tetrad's defaults,
-the four fGES members of the paper's learned SLE (table:greedyae), PC-Stable with defaults.
+the four fGES members of the paper's learned SLE (table:greedyae), PC-Stable with defaults,
+BOSS and GRaSP (one thread each, like every member here).
 
-Usage: python scripts/bench_learners.py [--sizes 50 200 1000] [--limit 900] [--heap 4g]
+Usage: python scripts/bench_learners.py [--sizes 50 200 1000] [--limit 900] [--heap 4g] [--only BOSS GRaSP]
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from hpc.data.generate import benchmark_problem
 from hpc.graphs.metrics import evaluate
 from hpc.learners import FGES, PCStable
-from hpc.learners.members import LearnerError
+from hpc.learners.members import BOSS, GRaSP, LearnerError
 from hpc.learners.worker import TetradWorker
 
 MEMBERS = [
@@ -26,6 +27,10 @@ MEMBERS = [
     ("fGES λ=2.53767, m=91", lambda: FGES(penalty=2.53767, max_parents=91)),
     ("fGES λ=5.62460, m=11", lambda: FGES(penalty=5.62460, max_parents=11)),
     ("PC-Stable α=0.05, depth=1000", lambda: PCStable()),
+    ("BOSS defaults (λ=1, 1 start)", lambda: BOSS()),
+    ("BOSS λ=2.53767", lambda: BOSS(penalty=2.53767)),
+    ("GRaSP defaults (λ=1, depth 3)", lambda: GRaSP()),
+    ("GRaSP λ=2.53767", lambda: GRaSP(penalty=2.53767)),
 ]
 
 
@@ -41,12 +46,14 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="+", type=int, default=[50, 200, 1000])
     ap.add_argument("--limit", type=float, default=900.0, help="seconds per run")
     ap.add_argument("--heap", default="4g")
+    ap.add_argument("--only", nargs="*", default=None, help="members whose label contains one of these")
     args = ap.parse_args()
+    members = [(label, make) for label, make in MEMBERS if not args.only or any(o in label for o in args.only)]
     print("| variables | member | seconds | peak RSS (MB) | F1-adj | F1-arrow | status |")
     print("|---|---|---|---|---|---|---|", flush=True)
     for size in args.sizes:
         problem = benchmark_problem(size, 0, 1000, network="alarm")
-        for label, make in MEMBERS:
+        for label, make in members:
             worker = TetradWorker(heap=args.heap)
             worker.call("hpc.learners.jvm:start_jvm", {})
             member = make()

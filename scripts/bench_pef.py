@@ -22,7 +22,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.graphs.metrics import evaluate
 from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
-from hpc.parallel import DaskExecutor, allocated_cpus
+from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
 from hpc.resources import PeakMemory
 

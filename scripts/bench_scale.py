@@ -19,7 +19,7 @@ import numpy as np
 
 from hpc.data.generate import benchmark_problem
 from hpc.graphs.pdag import PDAG
-from hpc.parallel import DaskExecutor
+from hpc.executors import DaskExecutor
 from hpc.pef.fusion import FusionConfig, fuse
 from hpc.pef.partition import PartitionConfig, partition, standardize
 from hpc.pef.pipeline import screener

@@ -79,6 +79,10 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     (["selection=predicted", "selector=truth"], "method=p-sle: the selector was trained for portfolio 'portfolio'"),
     (["method=p-sle-bic", "method.top_k=9"], "method=p-sle-bic: top_k must be a whole number in [1, 4]"),
     (["selection=maybe"], "method=p-sle: selection must be one of all, predicted"),
+    (["executor.kind=kubernetes"], "executor.kind=kubernetes: unknown; choose one of local, serial, slurm_dask"),
+    (["task=train", "train.space=[fges,gies]"], "train.space: unknown method 'gies'"),
+    (["method=p-pc-stable", "method.members.0.engine=java"],
+     "method=p-pc-stable: pc-stable(alpha=0.05, depth=1000, engine='java'): engine must be one of numpy, tetrad"),
 ])
 def test_a_tasks_settings_are_checked_before_it_runs(overrides, message):
     from hydra import compose, initialize_config_dir

@@ -13,7 +13,7 @@ from hpc.data.generate import benchmark_problem, random_sem, sample
 from hpc.errors import PsleError
 from hpc.learners.ensemble import remaining
 from hpc.graphs.pdag import PDAG
-from hpc.parallel import DaskExecutor, SerialExecutor
+from hpc.executors import DaskExecutor, SerialExecutor
 from hpc.pef.fusion import FusionConfig, fisher_z_pvalues, fuse, partial_correlations, screen_block
 from hpc.pef.partition import (PartitionConfig, average_linkage, cut, distance_matrix, large_cluster_counts,
                                merge_small, partition, standardize)

@@ -13,7 +13,7 @@ import pytest
 from hpc.data.generate import benchmark_problem
 from hpc.errors import PsleError
 from hpc.learners.bic import covariance
-from hpc.parallel import SerialExecutor
+from hpc.executors import SerialExecutor
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.records import RecordsConfig, build_records, read_records, record_problems, restricted_truth

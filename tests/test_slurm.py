@@ -152,14 +152,14 @@ def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch
     from omegaconf import OmegaConf
 
     from hpc.data.generate import benchmark_problem
-    from hpc.launch.executors import make_executor
+    from hpc.executors import executor_from_config
     from hpc.pef.pipeline import PEF
 
     cfg = OmegaConf.create({"kind": "slurm_dask", "workers": 1, "container": None,
                             "worker_job": {"cores": 1, "memory": "2GB", "walltime": "00:20:00", "queue": "debug"}})
     problem = benchmark_problem(40, 0, 1000, network="child")
     before = sacct_jobs()
-    with make_executor(cfg) as executor:
+    with executor_from_config(cfg) as executor:
         hosts = executor.client.run(lambda: os.environ.get("SLURM_JOB_ID"))
         fitted = PEF([{"method": "fges"}], executor=executor, progress=False).fit(problem.data, problem.variables)
     assert len(hosts) == 1 and all(job_id for job_id in hosts.values()), hosts  # the worker lives in a SLURM job

@@ -30,7 +30,7 @@ from hpc.autosle.quality import member_quality
 from hpc.autosle.space import PAPER_SPACE, check_space, configuration_space, to_spec
 from hpc.autosle.training import TrainingConfig, training_problems
 from hpc.errors import PsleError
-from hpc.parallel import SerialExecutor
+from hpc.executors import SerialExecutor
 from hpc.progress import Progress
 
 

@@ -62,10 +62,12 @@ def check_task(cfg: Any) -> None:
 
     from hpc.data.generate import GRAPH_MODELS
     from hpc.data.networks import network_names
+    from hpc.executors import check_executor_kind
     from hpc.launch.tasks import build_learner, selection_settings
 
     if cfg.task not in ("learn", "train"):
         raise PsleError(f"task={cfg.task}: must be learn or train")
+    check_executor_kind(cfg.executor.get("kind", "local"))
     _whole(cfg.seed, "seed", 0)
     for name in ("time_limit", "wall_limit"):
         value = cfg.get(name)

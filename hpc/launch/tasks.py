@@ -65,7 +65,7 @@ def build_learner(method: Any, time_limit: float | None, executor: Any, progress
     must be the selector's portfolio."""
     from hpc.learners.ensemble import SLE, load_sle
     from hpc.learners.members import member_from_spec
-    from hpc.parallel import allocated_cpus
+    from hpc.executors import allocated_cpus
     from hpc.pef.pipeline import PEF
 
     if selection != "all" and not (method.pef and method.get("sle")):
@@ -89,8 +89,7 @@ def selection_settings(cfg: Any) -> dict[str, Any]:
 def learn_task(cfg: Any) -> dict[str, Any]:
     from hpc.graphs.io import write_json
     from hpc.graphs.metrics import evaluate
-    from hpc.launch.executors import make_executor
-    from hpc.parallel import announce_dashboard
+    from hpc.executors import announce_dashboard, executor_from_config
     from hpc.pef.pipeline import PEF
     from hpc.resources import PeakMemory
 
@@ -99,7 +98,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         return {**json.loads(out.read_text()), "skipped": True}
     out.parent.mkdir(parents=True, exist_ok=True)
     x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
-    with make_executor(cfg.executor) as executor, PeakMemory() as memory:
+    with executor_from_config(cfg.executor) as executor, PeakMemory() as memory:
         if cfg.get("progress", True):
             announce_dashboard(executor)
         # Timed from here: starting the dask cluster is set-up, not the method's work.
@@ -143,7 +142,7 @@ def train_task(cfg: Any) -> dict[str, Any]:
     from hpc.autosle.space import PAPER_SPACE
     from hpc.autosle.train import TrainConfig, train
     from hpc.autosle.training import TrainingConfig
-    from hpc.launch.executors import make_executor
+    from hpc.executors import executor_from_config
 
     t = cfg.train
     training = TrainingConfig(problems=t.problems, min_nodes=t.min_nodes, max_nodes=t.max_nodes, samples=t.samples,
@@ -152,7 +151,7 @@ def train_task(cfg: Any) -> dict[str, Any]:
                          objective=t.get("objective", "portfolio"), space=tuple(t.get("space") or PAPER_SPACE))
     folder = Path(cfg.results_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    with make_executor(cfg.executor) as executor:
+    with executor_from_config(cfg.executor) as executor:
         result = train(config, str(folder / f"train-seed{cfg.seed}.h5"), executor, cfg.get("progress", True))
     doc = {"name": f"auto-sle-seed{cfg.seed}", "members": result.members,
            "training": {"rounds": result.rounds, "settings": config.settings()}}

@@ -126,7 +126,7 @@ class SLE:
         return self.fit_covariance(covariance(x), x.shape[0], variables)
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> SLE:
-        from hpc.parallel import SerialExecutor
+        from hpc.executors import SerialExecutor
 
         self.validate()
         executor = self.executor or SerialExecutor()
@@ -155,8 +155,9 @@ class SLE:
 
 
 def conf_dir() -> Path:
-    """The project's Hydra config tree: `$PSLE_CONF_DIR`, else `conf/` beside the package."""
-    return Path(os.environ.get("PSLE_CONF_DIR") or Path(__file__).resolve().parents[2] / "conf")
+    """The project's Hydra config tree: `$PSLE_CONF_DIR`, else the one shipped inside the package
+    (`hpc/conf`, also reachable as the repository's top-level `conf`), so an installed wheel has it."""
+    return Path(os.environ.get("PSLE_CONF_DIR") or Path(__file__).resolve().parents[1] / "conf")
 
 
 def load_sle(name_or_path: str) -> tuple[str, list[dict[str, Any]]]:

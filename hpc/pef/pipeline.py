@@ -22,7 +22,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, run_member
 from hpc.learners.members import OK, TIMED_OUT
-from hpc.parallel import SerialExecutor
+from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.partition import PartitionConfig, partition, standardize
 from hpc.progress import Progress

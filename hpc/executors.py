@@ -1,20 +1,25 @@
-"""Where independent work runs: in this process, or on dask (a local cluster or a scheduler address).
+"""Where independent work runs: in this process, on a local dask cluster (or a scheduler
+address), or on dask workers that are SLURM jobs of their own.
 
-Learners and PEF only see `run(fn, arg_tuples)` yielding `(index, result)` as results
-arrive, and `scatter(obj)` for large inputs several tasks share (sent once, not once per task).
+Learners, PEF and Auto-SLE only see the `Executor` interface: `run(fn, arg_tuples)` yielding
+`(index, result)` as results arrive, `scatter(obj)` for large inputs several tasks share (sent
+once, not once per task), `task_threads(n)` and `close()`. `make_executor(kind, ...)` is the one
+factory (`psle` and `psle-experiment` both use it); every kind sizes itself from the allocation.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import signal
 import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from hpc.errors import PsleError
 
@@ -22,11 +27,35 @@ LOCAL_TCP_TIMEOUT = "600s"
 
 
 def allocated_cpus() -> int:
-    """CPUs this process may use: SLURM's allocation inside a job, else the machine's (affinity-aware)."""
+    """CPUs this process may use: SLURM's allocation inside a job, else the CPUs it may run on
+    (affinity), capped by a cgroup CPU quota (containers, systemd slices)."""
     for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
-    return len(os.sched_getaffinity(0))
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota to read: affinity is the limit
+    return cpus
+
+
+class Executor(Protocol):
+    """What learners, PEF and Auto-SLE need from a place to run work."""
+
+    def task_threads(self, n_tasks: int) -> int: ...
+
+    def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]: ...
+
+    def scatter(self, obj: Any, broadcast: bool = True) -> Any: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 def check_scheduler(address: str, timeout: float = 5.0) -> None:
@@ -156,3 +185,50 @@ def announce_dashboard(executor: SerialExecutor) -> None:
     """Point long runs at the dask dashboard (per-worker load, task stream, memory)."""
     if getattr(executor, "dashboard", None):
         print(f"psle: dask dashboard at {executor.dashboard}", file=sys.stderr)
+
+
+class SlurmDaskExecutor(DaskExecutor):
+    """A dask-jobqueue SLURMCluster: each dask worker is a SLURM job of its own (several nodes)."""
+
+    def __init__(self, workers: int, worker_job: Any, container: str | None = None):
+        from dask.distributed import Client
+        from dask_jobqueue import SLURMCluster
+
+        from hpc.launch.container import image_python
+
+        prologue = ["export PYTHONHASHSEED=0"]
+        python = image_python(container) if container else None
+        self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
+                                     walltime=worker_job.walltime, queue=worker_job.get("queue"),
+                                     job_script_prologue=prologue, python=python,
+                                     scheduler_options={"dashboard_address": None})
+        self._cluster.scale(jobs=workers)
+        self.client = Client(self._cluster)
+        self.client.wait_for_workers(1, timeout=600)
+        self.dashboard = None
+
+
+EXECUTOR_KINDS = ("local", "serial", "slurm_dask")
+
+
+def check_executor_kind(kind: str) -> None:
+    if kind not in EXECUTOR_KINDS:
+        raise PsleError(f"executor.kind={kind}: unknown; choose one of {', '.join(EXECUTOR_KINDS)}")
+
+
+def make_executor(kind: str = "local", scheduler: str | None = None, workers: int | None = None,
+                  worker_job: Any = None, container: str | None = None) -> Executor:
+    """`local`: a LocalCluster of one worker per allocated CPU (or `workers`), or join `scheduler`;
+    `serial`: this process; `slurm_dask`: `workers` SLURM jobs described by `worker_job`."""
+    check_executor_kind(kind)
+    if kind == "serial":
+        return SerialExecutor()
+    if kind == "slurm_dask":
+        return SlurmDaskExecutor(workers or 1, worker_job, container)
+    return DaskExecutor(scheduler, workers or allocated_cpus())
+
+
+def executor_from_config(cfg: Any) -> Executor:
+    """`make_executor` from an experiment's `executor` config group."""
+    return make_executor(cfg.get("kind", "local"), cfg.get("scheduler"), cfg.get("workers"), cfg.get("worker_job"),
+                         cfg.get("container"))
