@@ -80,68 +80,49 @@ def _methods() -> tuple[str, ...]:
     return ("p-sle", "sle", *(f"p-{m}" for m, cls in MEMBERS.items() if cls.pef), *MEMBERS)
 
 
-def _learner(args: argparse.Namespace):
-    """The estimator a method name stands for, and a label for messages."""
-    from dataclasses import fields, replace
-
-    from hpc.learners.ensemble import SLE, load_sle
-    from hpc.learners.members import member_from_spec
-    from hpc.executors import allocated_cpus
-    from hpc.pef.fusion import FusionConfig
-    from hpc.pef.pipeline import PEF
-    from hpc.pef.partition import PartitionConfig
-    from hpc.select.selector import load_selector
+def _method_spec(args: argparse.Namespace):
+    """`psle learn`'s method flags as the run path's MethodSpec."""
+    from hpc.learners.members import MEMBERS
+    from hpc.run import MethodSpec
 
     params = _parse_params(args.param)
-    from hpc.learners.members import MEMBERS
-
-    if args.wall_limit is not None and args.method in MEMBERS:
-        raise PsleError(f"--wall-limit applies to ensembles and PEF methods, not {args.method} (one run: use --time-limit)")
-    if args.method in MEMBERS:
-        # A plain learner runs alone in this process: a multithreaded one may use every allocated CPU.
-        member = member_from_spec({"method": args.method, **params}, args.time_limit, allocated_cpus())
-        member.validate()
-        return member, repr(member)
+    if params and args.method in ("sle", "p-sle"):
+        raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
     if args.selection != "all" and args.method != "p-sle":
         raise PsleError(f"--selection {args.selection} applies to p-sle only, not {args.method}")
-    if args.method == "p-sle" and args.selection == "predicted":
-        if params:
-            raise PsleError("--param does not apply to p-sle; put members in a --sle YAML file")
-        selector = load_selector(args.selector)
-        name, members = load_sle(args.sle) if args.sle else (selector.portfolio_name, selector.portfolio)
-        label = (f"p-sle ({name} portfolio, {len(members)} members; {args.selector} selector "
-                 f"({selector.target} target) runs the top {args.top_k} per cluster)")
-    elif args.method in ("sle", "p-sle"):
-        if params:
-            raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
-        name, members = load_sle(args.sle or "learned")
-        label = f"{args.method} ({name} ensemble, {len(members)} members)"
-    else:
-        members = [{"method": args.method[2:], **params}]
-        label = f"{args.method} ({member_from_spec(members[0])!r})"
-    if args.method == "sle":
-        sle = SLE(members, args.time_limit, wall_limit=args.wall_limit)
-        sle.validate()
-        return sle, label
-    partition, fusion = PartitionConfig(), FusionConfig()
-    for name, value in _parse_params(args.pef).items():
-        target = next((c for c in (partition, fusion) if name in {f.name for f in fields(c)}), None)
-        if target is None:
-            known = [f.name for c in (partition, fusion) for f in fields(c)]
-            raise PsleError(f"--pef {name}: unknown setting; known: {', '.join(known)}")
-        if target is partition:
-            partition = replace(partition, **{name: value})
-        else:
-            fusion = replace(fusion, **{name: value})
-    try:
-        partition.validate()
-        fusion.validate()
-    except PsleError as exc:
-        raise PsleError(f"--pef {exc}") from None
-    pef = PEF(members, args.time_limit, partition, fusion, wall_limit=args.wall_limit, selection=args.selection,
-              selector=selector if args.selection == "predicted" else None, top_k=args.top_k)
-    pef.validate()
-    return pef, label
+    pef = args.method.startswith("p-")
+    options = {"pef_options": _parse_params(args.pef)} if args.pef else {}
+    if args.method in ("sle", "p-sle"):
+        predicted = args.selection == "predicted"
+        return MethodSpec(args.method, pef, sle=args.sle or (None if predicted else "learned"),
+                          selection=args.selection, selector=args.selector if predicted else None, top_k=args.top_k,
+                          **options)
+    base = args.method[2:] if pef else args.method
+    assert base in MEMBERS  # argparse's choices come from the registry
+    return MethodSpec(args.method, pef, members=({"method": base, **params},), **options)
+
+
+def _label(spec, learner) -> str:
+    """How a run introduces itself on the terminal."""
+    from hpc.learners.ensemble import SLE
+    from hpc.pef.pipeline import PEF
+
+    if isinstance(learner, PEF) and spec.selection == "predicted":
+        selector = learner._selector()
+        return (f"p-sle ({selector.portfolio_name if spec.sle is None else Path(spec.sle).stem} portfolio, "
+                f"{len(learner.members)} members; {spec.selector} selector ({selector.target} target) runs the top "
+                f"{spec.top_k} per cluster)")
+    if spec.sle is not None and isinstance(learner, (PEF, SLE)):
+        return f"{spec.name} ({Path(spec.sle).stem} ensemble, {len(learner.members)} members)"
+    if isinstance(learner, PEF):
+        return f"{spec.name} ({member_repr(learner.members[0])})"
+    return repr(learner)
+
+
+def member_repr(spec: dict) -> str:
+    from hpc.learners.members import member_from_spec
+
+    return repr(member_from_spec(spec))
 
 
 def _limits(args: argparse.Namespace) -> str:
@@ -150,30 +131,21 @@ def _limits(args: argparse.Namespace) -> str:
     return f" ({', '.join(given)})" if given else ""
 
 
-def _lost_runs(learner) -> str:
-    """For a PEF run without a complete answer: how many clusters lost every member, and to what."""
-    winners = getattr(learner, "winners_", None)
-    if winners is None:
-        return ""
-    statuses = [r.status for c, w in enumerate(winners) if w is None for r in learner.cluster_runs_[c] if r is not None]
-    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
-    lost = sum(w is None for w in winners)
-    if not lost:
-        return ""
-    return (f": {lost} of {len(winners)} clusters have no result (member runs "
-            f"{', '.join(f'{k}: {v}' for k, v in counts.items())})")
-
-
 def _learn(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
     from hpc.data.tabular import check_learnable, read_data
+    from hpc.executors import announce_dashboard, make_executor
     from hpc.graphs.io import write_graph
     from hpc.learners.members import Member, check_runtime
-    from hpc.learners.runtime import TETRAD_VERSION
-    from hpc.executors import announce_dashboard, make_executor
+    from hpc.run import build_estimator, graph_meta, lost_runs
 
     check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
-    learner, label = _learner(args)
+    spec = _method_spec(args)
+    try:
+        learner = build_estimator(spec, args.time_limit, args.wall_limit)
+    except PsleError as exc:
+        raise PsleError(str(exc).replace("PEF setting ", "--pef ")) from None
+    label = _label(spec, learner)
     _check_scheduler(args)
     check_runtime()
     x, variables = read_data(args.data)
@@ -188,10 +160,8 @@ def _learn(args: argparse.Namespace) -> None:
     seconds = time.perf_counter() - start
     if learner.status_ != "ok" or learner.graph_ is None:
         raise PsleError(f"{label} {learner.status_ if learner.status_ != 'ok' else 'gave no graph'} after "
-                        f"{seconds:.1f} s{_limits(args)}{_lost_runs(learner)}; nothing written")
-    meta = {"method": args.method, **learner.result_meta(), "data": str(args.data),
-            "total_seconds": round(seconds, 3), "tetrad_version": TETRAD_VERSION}
-    write_graph(args.output, learner.graph_, meta)
+                        f"{seconds:.1f} s{_limits(args)}{lost_runs(learner)}; nothing written")
+    write_graph(args.output, learner.graph_, graph_meta(learner, args.method, seconds, data=str(args.data)))
     print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {args.output}", file=sys.stderr)
 
 
@@ -203,58 +173,43 @@ def _check_scheduler(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    import yaml
-
-    from hpc.atomic import check_output, write_text_atomic
+    from hpc.atomic import check_output
     from hpc.autosle.checkpoint import Checkpoint
     from hpc.autosle.space import check_space
-    from hpc.autosle.train import TrainConfig, train
+    from hpc.autosle.train import TrainConfig
     from hpc.autosle.training import TrainingConfig
-    from hpc.learners.members import check_runtime
     from hpc.executors import announce_dashboard, make_executor
+    from hpc.learners.members import check_runtime
+    from hpc.run import train_ensemble
 
     check_output(args.output, (".yaml", ".yml"), "the ensemble file", inputs=(args.checkpoint,))
     check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint")
     if args.min_nodes > args.max_nodes:
         raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
-    _check_scheduler(args)
-    check_runtime()
-    if args.slurm:
-        _submit_train(args)
-        return
     training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training,
                          objective=args.objective, space=check_space(args.space.split(",")))
-    if Path(args.checkpoint).exists():  # a foreign, damaged or other-settings checkpoint: refuse before workers start
+    if Path(args.checkpoint).exists():  # a foreign, damaged or other-settings checkpoint: refuse before work starts
         Checkpoint(args.checkpoint, config.settings())
+    _check_scheduler(args)
+    check_runtime()
+    if args.slurm:
+        _submit_train(args, config)
+        return
     with make_executor("serial" if args.serial else "local", args.scheduler, args.workers) as executor:
         announce_dashboard(executor)
-        result = train(config, args.checkpoint, executor)
-    doc = {"name": Path(args.output).stem, "members": result.members,
-           "training": {"rounds": result.rounds, "settings": config.settings()}}
-    class NoAliases(yaml.SafeDumper):
-        def ignore_aliases(self, data: object) -> bool:
-            return True
-
-    write_text_atomic(args.output, "# Learned by `psle train`; use with `psle learn --sle THIS_FILE`.\n"
-                      + yaml.dump(doc, Dumper=NoAliases, sort_keys=False))
+        result = train_ensemble(config, args.checkpoint, args.output, executor)
     print(f"psle: {len(result.members)} members -> {args.output}", file=sys.stderr)
 
 
-def _submit_train(args: argparse.Namespace) -> None:
+def _submit_train(args: argparse.Namespace, config) -> None:
     from hpc.launch.slurm import submit_train
 
-    argv = ["-o", str(Path(args.output).resolve()), "--checkpoint", str(Path(args.checkpoint).resolve()),
-            "--k", str(args.k), "--trials", str(args.trials), "--problems", str(args.problems),
-            "--min-nodes", str(args.min_nodes), "--max-nodes", str(args.max_nodes), "--samples", str(args.samples),
-            "--seed", str(args.seed), "--time-limit", str(args.time_limit), "--objective", args.objective,
-            "--space", args.space]
-    argv += ["--networks", *args.networks] if args.networks else []
-    argv += ["--workers", str(args.workers)] if args.workers else []
-    folder = Path(args.checkpoint).resolve().parent / ".submitit"
-    job = submit_train(argv, folder, args.partition, args.time_min, args.mem_gb, args.cpus, args.requeues,
-                       args.container)
+    checkpoint, output = Path(args.checkpoint).resolve(), Path(args.output).resolve()
+    folder = checkpoint.parent / ".submitit"
+    job = submit_train(config, checkpoint, output, args.workers, folder, args.partition, args.time_min, args.mem_gb,
+                       args.cpus, args.requeues, args.container)
     print(f"psle: submitted SLURM job {job.job_id} (logs in {folder}); rerun-safe: it resumes {args.checkpoint}",
           file=sys.stderr)
     if args.wait:
@@ -467,9 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--time-limit", type=_positive, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
     learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",
-                       help="for the whole sle / p-* run: member runs still going are cut and nothing is written")
+                       help="for the whole run: member runs still going are cut and nothing is written (a single "
+                            "learner's one run is the whole run: the smaller limit applies)")
     learn.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
-    learn.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per core)")
+    learn.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per allocated CPU)")
     learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
     learn.set_defaults(func=_learn)
@@ -492,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="portfolio (the paper's Q(A, D): the best member's Q, what a perfect selector reaches) or "
                          "bic (the Q of the member the BIC rule returns)")
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
-    tr.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per core)")
+    tr.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per allocated CPU)")
     tr.add_argument("--serial", action="store_true", help="no dask: evaluate in this process")
     sl = tr.add_argument_group("SLURM (with --slurm: submit as a preemption-safe, self-requeueing job)")
     sl.add_argument("--slurm", action="store_true", help="submit to SLURM instead of running here")
@@ -521,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--shard", default="0/1", metavar="K/N",
                     help="this array task's share of the problems (e.g. $SLURM_ARRAY_TASK_ID/8), one file each")
     rc.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
-    rc.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per core)")
+    rc.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per allocated CPU)")
     rc.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     rc.set_defaults(func=_records)
 

@@ -94,7 +94,7 @@ def test_sweep_with_container_starts_tasks_with_the_image_python(tmp_path, monke
     launcher.config = OmegaConf.create({"executor": {"container": str(image)}})
     with pytest.raises(Built):
         launcher.launch([["seed=0"]], 0)
-    conf = REPO / "conf"
+    conf = REPO / "hpc" / "conf"
     assert built["slurm_python"] == f"apptainer exec --bind {conf}:{conf}:ro {image} /opt/psle/bin/python"
     assert built["slurm_max_num_timeout"] == 3
     assert submitit.AutoExecutor is executor  # only that launch saw the extra argument

@@ -1,6 +1,7 @@
 """psle-experiment run locally: what one task writes when it finishes, when it hits its limit, and when a setting is wrong."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -32,20 +33,44 @@ def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(
 
 
 def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
-    from omegaconf import OmegaConf
+    from hpc.run import MethodSpec, build_estimator
 
-    from hpc.launch.tasks import build_learner
-
-    method = OmegaConf.create({"name": "fges", "pef": False, "members": [{"method": "fges"}]})
-    assert build_learner(method, 60, None, wall_limit=10).time_limit == 10
-    assert build_learner(method, 60, None, wall_limit=None).time_limit == 60
-    assert build_learner(method, None, None, wall_limit=None).time_limit is None
-    pef = build_learner(OmegaConf.create({"name": "p-fges", "pef": True, "members": [{"method": "fges"}]}),
-                        60, None, wall_limit=10)
+    method = MethodSpec("fges", pef=False, members=({"method": "fges"},))
+    assert build_estimator(method, 60, wall_limit=10).time_limit == 10
+    assert build_estimator(method, 60, wall_limit=None).time_limit == 60
+    assert build_estimator(method, None, wall_limit=None).time_limit is None
+    pef = build_estimator(MethodSpec("p-fges", pef=True, members=({"method": "fges"},)), 60, wall_limit=10)
     assert (pef.time_limit, pef.wall_limit) == (60, 10)
-    sle = build_learner(OmegaConf.create({"name": "sle", "pef": False, "members": [{"method": "fges"}] * 2}),
-                        60, None, wall_limit=10)
+    sle = build_estimator(MethodSpec("sle", pef=False, members=({"method": "fges"},) * 2), 60, wall_limit=10)
     assert (sle.time_limit, sle.wall_limit) == (60, 10)
+
+
+def test_psle_learn_and_psle_experiment_give_the_same_graph_and_meta(tmp_path):
+    import subprocess
+    import sys
+
+    psle = str(Path(sys.executable).parent / "psle")
+    gen = subprocess.run([psle, "generate", "--network", "child", "--nodes", "60", "--seed", "4", "-o", "p.h5"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert gen.returncode == 0, gen.stderr
+    learn = subprocess.run([psle, "learn", "p.h5", "--method", "p-fges", "--param", "penalty=2", "--pef",
+                            "alpha1=0.01", "--time-limit", "60", "--workers", "2", "-o", "cli.json"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert learn.returncode == 0, learn.stderr
+    run = psle_experiment(tmp_path, "method=p-fges", "+method.members.0.penalty=2", "dataset=file",
+                          f"dataset.path={tmp_path / 'p.h5'}", "+pef_options.alpha1=0.01", "time_limit=60",
+                          "wall_limit=null", "executor.workers=2")
+    assert run.returncode == 0, run.stderr
+    cli = json.loads((tmp_path / "cli.json").read_text())
+    hydra = json.loads(next(tmp_path.glob("default/p-fges/p/seed0.graph.json")).read_text())
+    assert cli["variables"] == hydra["variables"] and sorted(cli["edges"]) == sorted(hydra["edges"])
+    varying = {"total_seconds", "seconds", "data", "seed", "fusion", "clusters"}
+    assert {k: v for k, v in cli["meta"].items() if k not in varying} == \
+        {k: v for k, v in hydra["meta"].items() if k not in varying}
+    assert set(cli["meta"]) - {"data"} == set(hydra["meta"]) - {"seed"}
+    strip = lambda cs: [{**c, "runs": [{k: v for k, v in r.items() if k != "seconds"} for r in c["runs"]]}  # noqa: E731
+                        for c in cs]
+    assert strip(cli["meta"]["clusters"]) == strip(hydra["meta"]["clusters"])
 
 
 def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress_not_dask_chatter(tmp_path):

@@ -63,7 +63,8 @@ def check_task(cfg: Any) -> None:
     from hpc.data.generate import GRAPH_MODELS
     from hpc.data.networks import network_names
     from hpc.executors import check_executor_kind
-    from hpc.launch.tasks import build_learner, selection_settings
+    from hpc.launch.tasks import method_spec
+    from hpc.run import build_estimator
 
     if cfg.task not in ("learn", "train"):
         raise PsleError(f"task={cfg.task}: must be learn or train")
@@ -95,7 +96,6 @@ def check_task(cfg: Any) -> None:
     else:
         raise PsleError(f"dataset.kind={ds.kind}: must be bnlearn, file or one of {', '.join(GRAPH_MODELS)}")
     try:
-        build_learner(cfg.method, cfg.time_limit, None, wall_limit=cfg.get("wall_limit"),
-                      **selection_settings(cfg)).validate()
+        build_estimator(method_spec(cfg), cfg.time_limit, cfg.get("wall_limit"))
     except PsleError as exc:
         raise PsleError(f"method={cfg.method.name}: {exc}") from None

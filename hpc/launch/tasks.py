@@ -58,26 +58,15 @@ def load_dataset(ds: Any, seed: int):
     return problem.data, problem.variables, problem.truth
 
 
-def build_learner(method: Any, time_limit: float | None, executor: Any, progress: bool = True,
-                  wall_limit: float | None = None, selection: str = "all", selector: str | None = None,
-                  top_k: int = 1):
-    """The estimator a method config stands for; with `selection` "predicted" a PEF whose ensemble
-    must be the selector's portfolio."""
-    from hpc.learners.ensemble import SLE, load_sle
-    from hpc.learners.members import member_from_spec
-    from hpc.executors import allocated_cpus
-    from hpc.pef.pipeline import PEF
+def method_spec(cfg: Any):
+    """The run path's MethodSpec for a task: the method config, the selection keys and PEF settings."""
+    from hpc.run import MethodSpec
 
-    if selection != "all" and not (method.pef and method.get("sle")):
-        raise PsleError(f"selection={selection} applies to PEF around an ensemble (method=p-sle), not {method.name}")
-    members = load_sle(method.sle)[1] if method.get("sle") else [dict(m) for m in method.members]
-    if method.pef:
-        return PEF(members, time_limit, executor=executor, progress=progress, wall_limit=wall_limit,
-                   selection=selection, selector=selector, top_k=top_k)
-    if len(members) == 1:  # runs alone, in this process: its run is the whole run, so both limits apply
-        limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)
-        return member_from_spec(members[0], limit, allocated_cpus())
-    return SLE(members, time_limit, executor, wall_limit=wall_limit)
+    method = cfg.method
+    members = tuple(dict(m) for m in method.members) if method.get("members") else None
+    options = dict(cfg.get("pef_options") or {})
+    return MethodSpec(method_label(cfg), bool(method.pef), members=members, sle=method.get("sle"),
+                      pef_options=options if method.pef else {}, **selection_settings(cfg))
 
 
 def selection_settings(cfg: Any) -> dict[str, Any]:
@@ -92,6 +81,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     from hpc.executors import announce_dashboard, executor_from_config
     from hpc.pef.pipeline import PEF
     from hpc.resources import PeakMemory
+    from hpc.run import build_estimator, graph_meta
 
     out = result_path(cfg)
     if out.is_file():
@@ -103,8 +93,8 @@ def learn_task(cfg: Any) -> dict[str, Any]:
             announce_dashboard(executor)
         # Timed from here: starting the dask cluster is set-up, not the method's work.
         start = time.perf_counter()
-        learner = build_learner(cfg.method, cfg.time_limit, executor, cfg.get("progress", True), cfg.get("wall_limit"),
-                                **selection_settings(cfg))
+        learner = build_estimator(method_spec(cfg), cfg.time_limit, cfg.get("wall_limit"), executor,
+                                  cfg.get("progress", True))
         learner.fit(x, variables)
         seconds = time.perf_counter() - start
     # A run over its wall limit, or a PEF run with a cluster that got no result, is not the method's answer.
@@ -121,7 +111,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         row["clusters_finished"] = sum(w is not None for w in learner.winners_)  # how far a timed-out run got
     # The learner's own account (per-cluster runs, winners and seconds, fusion statistics) travels with the graph,
     # or, with no graph to score, stands alone: which member runs finished, failed or were cut, and when, says why.
-    account = {**learner.result_meta(), "method": method_label(cfg), "seed": cfg.seed}
+    account = graph_meta(learner, method_label(cfg), seconds, seed=cfg.seed)
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
         write_json(graph_file, learner.graph_, account)
@@ -137,12 +127,11 @@ def learn_task(cfg: Any) -> dict[str, Any]:
 
 
 def train_task(cfg: Any) -> dict[str, Any]:
-    import yaml
-
     from hpc.autosle.space import PAPER_SPACE
-    from hpc.autosle.train import TrainConfig, train
+    from hpc.autosle.train import TrainConfig
     from hpc.autosle.training import TrainingConfig
     from hpc.executors import executor_from_config
+    from hpc.run import train_ensemble
 
     t = cfg.train
     training = TrainingConfig(problems=t.problems, min_nodes=t.min_nodes, max_nodes=t.max_nodes, samples=t.samples,
@@ -151,12 +140,9 @@ def train_task(cfg: Any) -> dict[str, Any]:
                          objective=t.get("objective", "portfolio"), space=tuple(t.get("space") or PAPER_SPACE))
     folder = Path(cfg.results_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    with executor_from_config(cfg.executor) as executor:
-        result = train(config, str(folder / f"train-seed{cfg.seed}.h5"), executor, cfg.get("progress", True))
-    doc = {"name": f"auto-sle-seed{cfg.seed}", "members": result.members,
-           "training": {"rounds": result.rounds, "settings": config.settings()}}
     out = folder / f"sle-seed{cfg.seed}.yaml"
-    write_text_atomic(out, yaml.safe_dump(json.loads(dumps(doc)), sort_keys=False))
+    with executor_from_config(cfg.executor) as executor:
+        result = train_ensemble(config, folder / f"train-seed{cfg.seed}.h5", out, executor, cfg.get("progress", True))
     return {"sle": str(out), "members": result.members}
 
 

@@ -150,7 +150,7 @@ class SLE:
         return self
 
     def result_meta(self) -> dict[str, Any]:
-        return {"method": "sle", "members": self.members, "winner": self.winner_, "bic": self.bic_,
+        return {"method": "sle", "members": self.members, "status": self.status_, "winner": self.winner_, "bic": self.bic_,
                 "seconds": round(self.seconds_, 3), "runs": [r.summary() for r in self.runs_]}
 
 

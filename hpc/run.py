@@ -1,0 +1,121 @@
+"""One run path for `psle` and `psle-experiment`: a method spec becomes an estimator, a fitted
+estimator gives one graph `meta` layout (or one account of why there is no graph), and a
+training run writes one ensemble file. Both front ends only translate their settings into these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from hpc.errors import PsleError
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What to run. `members` (explicit member specs) or `sle` (an ensemble name or YAML file);
+    PEF around them when `pef`. With `selection="predicted"` and neither, the selector's portfolio."""
+
+    name: str
+    pef: bool
+    members: tuple[dict[str, Any], ...] | None = None
+    sle: str | None = None
+    selection: str = "all"
+    selector: str | None = None
+    top_k: int = 1
+    pef_options: dict[str, Any] = field(default_factory=dict)
+
+
+def pef_configs(options: dict[str, Any]):
+    """PartitionConfig and FusionConfig with `options` (names from either) applied and checked."""
+    from hpc.pef.fusion import FusionConfig
+    from hpc.pef.partition import PartitionConfig
+
+    partition, fusion = PartitionConfig(), FusionConfig()
+    known = {f.name for f in fields(partition)}, {f.name for f in fields(fusion)}
+    for name, value in options.items():
+        if name in known[0]:
+            partition = replace(partition, **{name: value})
+        elif name in known[1]:
+            fusion = replace(fusion, **{name: value})
+        else:
+            raise PsleError(f"PEF setting {name}: unknown; known: {', '.join(sorted(known[0] | known[1]))}")
+    try:
+        partition.validate()
+        fusion.validate()
+    except PsleError as exc:
+        raise PsleError(f"PEF setting {exc}") from None
+    return partition, fusion
+
+
+def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limit: float | None = None,
+                    executor: Any = None, progress: bool = True):
+    """The validated estimator `spec` stands for. A single learner outside PEF runs alone, so its one
+    run is the whole run: both limits apply to it, and it may use every allocated CPU."""
+    from hpc.executors import allocated_cpus
+    from hpc.learners.ensemble import SLE, load_sle
+    from hpc.learners.members import member_from_spec
+    from hpc.pef.pipeline import PEF
+
+    if spec.selection != "all" and not (spec.pef and spec.members is None):
+        raise PsleError(f"selection={spec.selection} applies to PEF around an ensemble (p-sle), not {spec.name}")
+    if spec.pef_options and not spec.pef:
+        raise PsleError(f"PEF settings apply to PEF methods, not {spec.name}")
+    members = load_sle(spec.sle)[1] if spec.sle else None if spec.members is None else [dict(m) for m in spec.members]
+    if spec.pef:
+        partition, fusion = pef_configs(spec.pef_options)
+        estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress,
+                        wall_limit=wall_limit, selection=spec.selection, selector=spec.selector, top_k=spec.top_k)
+    elif members and len(members) == 1 and spec.sle is None:
+        limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)
+        estimator = member_from_spec(members[0], limit, allocated_cpus())
+    else:
+        estimator = SLE(members or [], time_limit, executor, wall_limit=wall_limit)
+    estimator.validate()
+    return estimator
+
+
+def lost_runs(estimator: Any) -> str:
+    """For a run without a complete answer: how many clusters lost every member, and to what."""
+    winners = getattr(estimator, "winners_", None)
+    if not winners or all(w is not None for w in winners):
+        return ""
+    statuses = [r.status for c, w in enumerate(winners) if w is None for r in estimator.cluster_runs_[c]
+                if r is not None]
+    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+    return (f": {sum(w is None for w in winners)} of {len(winners)} clusters have no result (member runs "
+            f"{', '.join(f'{k}: {v}' for k, v in counts.items())})")
+
+
+def graph_meta(estimator: Any, method: str, seconds: float, **context: Any) -> dict[str, Any]:
+    """The `meta` of a result graph (or of a run's account without one), the same from every front end."""
+    from hpc.learners.runtime import TETRAD_VERSION
+
+    return {**estimator.result_meta(), "method": method, **context, "total_seconds": round(seconds, 3),
+            "tetrad_version": TETRAD_VERSION}
+
+
+def write_ensemble(path: str | Path, members: list[dict[str, Any]], rounds: list[dict[str, Any]],
+                   settings: dict[str, Any]) -> None:
+    """A trained ensemble as YAML, usable as `--sle` / `method.sle`; named after its file."""
+    import json
+
+    import yaml
+
+    from hpc.atomic import write_text_atomic
+    from hpc.jsontext import dumps
+
+    doc = {"name": Path(path).stem, "members": members, "training": {"rounds": rounds, "settings": settings}}
+    write_text_atomic(path, "# Learned by Auto-SLE (psle train); use with `psle learn --sle THIS_FILE`.\n"
+                      + yaml.safe_dump(json.loads(dumps(doc)), sort_keys=False))
+
+
+def train_ensemble(config: Any, checkpoint: str | Path, output: str | Path, executor: Any,
+                   progress: bool = True) -> Any:
+    """Auto-SLE from (or resuming) `checkpoint`, then the ensemble file `output`."""
+    from hpc.autosle.train import train
+
+    result = train(config, str(checkpoint), executor, progress)
+    write_ensemble(output, result.members, result.rounds, config.settings())
+    return result
