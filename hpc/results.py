@@ -14,10 +14,11 @@ from pathlib import Path
 import pandas as pd
 
 from hpc.errors import PsleError
+from hpc.graphs.metrics import METRIC_INFO
 
-COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "seconds", "peak_mb", "time_limit",
-           "wall_limit", "f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent", "clusters",
-           "largest_cluster", "clusters_finished"]
+# Every declared metric gets a column (hpc.graphs.metrics.METRIC_INFO), so none is dropped on the way.
+COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "time_limit", "wall_limit",
+           *METRIC_INFO, "clusters", "largest_cluster", "clusters_finished"]
 REQUIRED = ("method", "network", "seed", "status")
 RESULT_NAME = re.compile(r"seed\d+\.json")  # not seed<k>.graph.json or seed<k>.runs.json
 

@@ -48,3 +48,16 @@ def test_empty_graphs_agree_perfectly():
 def test_as_dict_has_the_cli_keys():
     keys = set(compare(TRUTH, TRUTH).as_dict())
     assert {"f1_adjacent", "f1_arrowhead", "shd", "precision_adjacent", "recall_adjacent"} <= keys
+
+
+def test_every_metric_is_declared_once_and_reaches_the_results_table():
+    from dataclasses import fields
+
+    from hpc.graphs.metrics import METRIC_INFO, Metrics
+    from hpc.report.summary import HIGHER_IS_BETTER, LABELS, METRICS
+    from hpc.results import COLUMNS
+
+    assert {f.name for f in fields(Metrics)} <= set(METRIC_INFO)  # a new metric without metadata fails here
+    assert set(METRIC_INFO) <= set(COLUMNS)  # ... and none is dropped by psle aggregate / report
+    assert METRICS == ("f1_adjacent", "f1_arrowhead", "shd")
+    assert HIGHER_IS_BETTER["shd"] is False and LABELS["precision_arrowhead"] == "Prec-arrow"

@@ -31,6 +31,32 @@ class Metrics:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class MetricInfo:
+    """How results, tables and plots treat a metric: the one place a new metric is declared."""
+
+    name: str
+    label: str
+    higher_is_better: bool
+    digits: int  # decimals shown in tables
+    table: bool = False  # compared between methods in the paper's tables (best, Wilcoxon)
+    plot: bool = False  # a panel of the report's curves
+    log: bool = False  # that panel on a log scale
+
+
+METRIC_INFO: dict[str, MetricInfo] = {m.name: m for m in (
+    MetricInfo("f1_adjacent", "F1-adj", True, 2, table=True, plot=True),
+    MetricInfo("f1_arrowhead", "F1-arrow", True, 2, table=True, plot=True),
+    MetricInfo("shd", "SHD", False, 0, table=True, plot=True, log=True),
+    MetricInfo("precision_adjacent", "Prec-adj", True, 2),
+    MetricInfo("recall_adjacent", "Rec-adj", True, 2),
+    MetricInfo("precision_arrowhead", "Prec-arrow", True, 2),
+    MetricInfo("recall_arrowhead", "Rec-arrow", True, 2),
+    MetricInfo("seconds", "T (s)", False, 1, plot=True, log=True),
+    MetricInfo("peak_mb", "Mem (MB)", False, 0),
+)}
+
+
 def _ratio(num: int, den: int) -> float:
     """0/0 counts as perfect agreement (both graphs have nothing of that kind)."""
     return 1.0 if den == 0 else num / den

@@ -12,9 +12,10 @@ import pandas as pd  # noqa: E402
 
 from hpc.atomic import atomic_path  # noqa: E402
 from hpc.report.render import display_name  # noqa: E402
+from hpc.graphs.metrics import METRIC_INFO  # noqa: E402
 from hpc.report.summary import LABELS, methods  # noqa: E402
 
-PANELS = (("f1_adjacent", False), ("f1_arrowhead", False), ("shd", True), ("seconds", True))
+PANELS = tuple((m, info.log) for m, info in METRIC_INFO.items() if info.plot)
 
 
 def points(frame: pd.DataFrame, network: str, method: str, metric: str) -> tuple[pd.Series, pd.Series]:

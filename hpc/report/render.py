@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from hpc.graphs.metrics import METRIC_INFO
 from hpc.report.summary import LABELS, METRICS, OURS, Cell, datasets, improvement, methods, table
 
 def display_name(method: str) -> str:
@@ -25,7 +26,7 @@ def display_name(method: str) -> str:
 
 
 def _number(value: float, metric: str) -> str:
-    return f"{value:.2f}" if metric.startswith("f1") else f"{value:.0f}" if metric == "peak_mb" else f"{value:.1f}"
+    return f"{value:.{METRIC_INFO[metric].digits if metric in METRIC_INFO else 1}f}"
 
 
 def format_cell(c: Cell | None, metric: str, limit: float | None = None) -> str:

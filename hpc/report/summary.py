@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-METRICS = ("f1_adjacent", "f1_arrowhead", "shd")
-HIGHER_IS_BETTER = {"f1_adjacent": True, "f1_arrowhead": True, "shd": False, "seconds": False, "peak_mb": False}
-LABELS = {"f1_adjacent": "F1-adj", "f1_arrowhead": "F1-arrow", "shd": "SHD", "seconds": "T (s)",
-          "peak_mb": "Mem (MB)"}
+from hpc.graphs.metrics import METRIC_INFO
+
+METRICS = tuple(m for m, info in METRIC_INFO.items() if info.table)
+HIGHER_IS_BETTER = {m: info.higher_is_better for m, info in METRIC_INFO.items()}
+LABELS = {m: info.label for m, info in METRIC_INFO.items()}
 OURS = "p-sle"
 ALPHA = 0.05
 
