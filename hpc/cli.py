@@ -140,9 +140,11 @@ def _learn(args: argparse.Namespace) -> None:
     from hpc.run import build_estimator, graph_meta, lost_runs
 
     check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
+    if args.checkpoint:
+        check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint", inputs=(args.data, args.output))
     spec = _method_spec(args)
     try:
-        learner = build_estimator(spec, args.time_limit, args.wall_limit)
+        learner = build_estimator(spec, args.time_limit, args.wall_limit, checkpoint=args.checkpoint)
     except PsleError as exc:
         raise PsleError(str(exc).replace("PEF setting ", "--pef ")) from None
     label = _label(spec, learner)
@@ -424,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",
                        help="for the whole run: member runs still going are cut and nothing is written (a single "
                             "learner's one run is the whole run: the smaller limit applies)")
+    learn.add_argument("--checkpoint", default=None, metavar="RUN.h5",
+                       help="PEF methods: keep the partition and every finished member run here; the same command "
+                            "after a kill or preemption resumes from it")
     learn.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
     learn.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per allocated CPU)")
     learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")

@@ -50,9 +50,10 @@ def pef_configs(options: dict[str, Any]):
 
 
 def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limit: float | None = None,
-                    executor: Any = None, progress: bool = True):
+                    executor: Any = None, progress: bool = True, checkpoint: str | Path | None = None):
     """The validated estimator `spec` stands for. A single learner outside PEF runs alone, so its one
-    run is the whole run: both limits apply to it, and it may use every allocated CPU."""
+    run is the whole run: both limits apply to it, and it may use every allocated CPU. `checkpoint`
+    (PEF only) keeps the partition and every finished member run, so a rerun resumes."""
     from hpc.executors import allocated_cpus
     from hpc.learners.ensemble import SLE, load_sle
     from hpc.learners.members import member_from_spec
@@ -62,11 +63,14 @@ def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limi
         raise PsleError(f"selection={spec.selection} applies to PEF around an ensemble (p-sle), not {spec.name}")
     if spec.pef_options and not spec.pef:
         raise PsleError(f"PEF settings apply to PEF methods, not {spec.name}")
+    if checkpoint is not None and not spec.pef:
+        raise PsleError(f"a run checkpoint applies to PEF methods (p-*), not {spec.name}")
     members = load_sle(spec.sle)[1] if spec.sle else None if spec.members is None else [dict(m) for m in spec.members]
     if spec.pef:
         partition, fusion = pef_configs(spec.pef_options)
         estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress,
-                        wall_limit=wall_limit, selection=spec.selection, selector=spec.selector, top_k=spec.top_k)
+                        wall_limit=wall_limit, selection=spec.selection, selector=spec.selector, top_k=spec.top_k,
+                        checkpoint=None if checkpoint is None else str(checkpoint))
     elif members and len(members) == 1 and spec.sle is None:
         limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)
         estimator = member_from_spec(members[0], limit, allocated_cpus())

@@ -81,6 +81,7 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     row = json.loads((folder / "seed2.json").read_text())
     assert row["status"] == "ok" and row["clusters_finished"] == row["clusters"] and 0 < row["f1_adjacent"] <= 1
     assert json.loads((folder / row["graph"]).read_text())["meta"]["seed"] == 2
+    assert sorted(p.name for p in folder.iterdir()) == ["seed2.graph.json", "seed2.json"]  # the task checkpoint went
     lines = (run.stdout + run.stderr).splitlines()
     assert any(line.startswith("psle: dask dashboard at http") for line in lines)
     assert any(line.startswith("psle: estimation (clusters): ") for line in lines)

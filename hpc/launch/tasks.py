@@ -93,8 +93,10 @@ def learn_task(cfg: Any) -> dict[str, Any]:
             announce_dashboard(executor)
         # Timed from here: starting the dask cluster is set-up, not the method's work.
         start = time.perf_counter()
+        # PEF tasks keep a checkpoint beside their result: a requeued SLURM task resumes from it.
+        resume = out.with_suffix(".checkpoint.h5") if cfg.method.pef and cfg.get("checkpoint", True) else None
         learner = build_estimator(method_spec(cfg), cfg.time_limit, cfg.get("wall_limit"), executor,
-                                  cfg.get("progress", True))
+                                  cfg.get("progress", True), checkpoint=resume)
         learner.fit(x, variables)
         seconds = time.perf_counter() - start
     # A run over its wall limit, or a PEF run with a cluster that got no result, is not the method's answer.
@@ -123,6 +125,8 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         write_text_atomic(runs_file, dumps({**account, "status": status}, indent=1) + "\n")
         row["runs"] = runs_file.name
     write_text_atomic(out, dumps(row, indent=1) + "\n")
+    if resume is not None:
+        resume.unlink(missing_ok=True)  # the result is written: nothing left to resume
     return row
 
 

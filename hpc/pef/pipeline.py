@@ -8,6 +8,7 @@ all spread over the executor's workers; each cluster then keeps its best-BIC out
 
 from __future__ import annotations
 
+import itertools
 import time
 import warnings
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
+from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.partition import PartitionConfig, partition, standardize
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
@@ -76,7 +78,7 @@ class PEF:
     def __init__(self, members: list[dict[str, Any]] | None, time_limit: float | None = None,
                  partition: PartitionConfig = PartitionConfig(), fusion: FusionConfig = FusionConfig(),
                  executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
-                 selector: Selector | str | None = None, top_k: int = 1):
+                 selector: Selector | str | None = None, top_k: int = 1, checkpoint: str | None = None):
         self.members = members
         self.time_limit = time_limit
         self.wall_limit = wall_limit
@@ -87,6 +89,7 @@ class PEF:
         self.selection = selection
         self.selector = selector
         self.top_k = top_k
+        self.checkpoint = checkpoint
 
     def validate(self) -> None:
         if self.selection not in SELECTIONS:
@@ -107,6 +110,15 @@ class PEF:
         check_wall_limit(self.wall_limit, "PEF")
         self.partition.validate()
         self.fusion.validate()
+
+    def _memory_settings(self, x: np.ndarray, variables: tuple[str, ...]) -> dict[str, Any]:
+        """What a checkpoint's partition and member runs depend on (fusion settings do not)."""
+        from dataclasses import asdict
+
+        return {"data": data_hash(x, variables), "members": [dict(m) for m in self.members],
+                "time_limit": self.time_limit, "partition": asdict(self.partition), "selection": self.selection,
+                "selector": self._selector().describe() if self.selection == "predicted" else None,
+                "top_k": self.top_k if self.selection == "predicted" else None}
 
     def _selector(self) -> Selector:
         if self.selector is None:
@@ -141,10 +153,18 @@ class PEF:
         seconds: dict[str, float] = {}
         deadline = None if self.wall_limit is None else time.time() + self.wall_limit
 
+        memory = None if self.checkpoint is None else RunCheckpoint(self.checkpoint, self._memory_settings(x, variables))
         start = time.perf_counter()
-        clusters = partition(x, self.partition)
+        if memory is not None and memory.clusters is not None:
+            clusters = memory.clusters
+        else:
+            clusters = partition(x, self.partition)
+            if memory is not None:
+                memory.set_clusters(clusters)
         seconds["partition"] = time.perf_counter() - start
         show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
+        if memory is not None and memory.runs:
+            show.note(f"resuming from {self.checkpoint}: {len(memory.runs)} member runs already finished")
 
         start = time.perf_counter()
         plans: list[tuple[list[int], dict[str, Any] | None]] = [([], None)] * len(clusters)
@@ -167,11 +187,20 @@ class PEF:
         pending = [len(p[0]) for p in plans]
         done = 0
         while wave:  # one wave under selection "all"; then fallbacks for clusters whose predicted runs all failed
-            tasks = [(self.members[k], data[c][0], n, data[c][1], self.time_limit, threads, deadline) for c, k in wave]
+            known = {t: memory.runs[c, k] for t, (c, k) in enumerate(wave)
+                     if memory is not None and (c, k) in memory.runs}
+            todo = [t for t in range(len(wave)) if t not in known]
+            tasks = [(self.members[k], data[c][0], n, data[c][1], self.time_limit, threads, deadline)
+                     for c, k in (wave[t] for t in todo)]
+            fresh = ((todo[t], run) for t, run in executor.run(run_member, tasks))
             retry = []
-            for t, run in executor.run(run_member, tasks):
+            for t, run in itertools.chain(known.items(), fresh):
                 c, k = wave[t]
                 runs[c][k] = run
+                # A run cut by the whole run's deadline is not this member's answer: run it again on resume.
+                if memory is not None and t not in known and (run.status != TIMED_OUT or deadline is None
+                                                              or time.time() <= deadline):
+                    memory.put(c, k, run)
                 pending[c] -= 1
                 if pending[c] == 0:
                     k_next = self._fallback(runs[c], plans[c][1], deadline)

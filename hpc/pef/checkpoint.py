@@ -1,0 +1,126 @@
+"""A PEF run's memory (`psle learn --checkpoint RUN.h5`): the partition and every finished member
+run, in one HDF5 file rewritten atomically after each run, so a run killed or preempted after
+hours continues where it stopped and never recomputes a finished member run.
+
+The file names the data (sha256 of the matrix and variable names) and the settings that decide
+its content (members, per-run time limit, partition, selection); a checkpoint of other data or
+settings, a foreign file or a damaged one (content sha256) is refused in one line and left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from hpc.atomic import atomic_path
+from hpc.autosle.checkpoint import canonical
+from hpc.errors import PsleError
+from hpc.learners.ensemble import MemberRun
+
+FORMAT = "psle-learn-checkpoint"
+VERSION = 1
+
+
+def data_hash(x: np.ndarray, variables: tuple[str, ...]) -> str:
+    h = hashlib.sha256(np.ascontiguousarray(x, dtype=np.float64).tobytes())
+    h.update("\0".join(variables).encode())
+    return h.hexdigest()
+
+
+def _content_hash(settings: str, runs: str, *arrays: np.ndarray) -> str:
+    h = hashlib.sha256(settings.encode())
+    h.update(runs.encode())
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+class RunCheckpoint:
+    """Partition and member runs keyed by (cluster, member index); `put` persists at once."""
+
+    def __init__(self, path: str | os.PathLike, settings: dict[str, Any]):
+        self.path = Path(path)
+        self.settings = settings
+        self.clusters: list[np.ndarray] | None = None
+        self.runs: dict[tuple[int, int], MemberRun] = {}
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            f = h5py.File(self.path, "r")
+        except OSError:
+            raise PsleError(f"{self.path}: not an HDF5 file; refusing to use or overwrite it") from None
+        try:
+            with f:
+                self._read(f)
+        except PsleError:
+            raise
+        except Exception as exc:  # h5py reports damage as OSError, KeyError, ValueError, ... by where it broke
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise PsleError(f"{self.path}: damaged checkpoint ({first}); refusing to use or overwrite it") from None
+
+    def _read(self, f: h5py.File) -> None:
+        if f.attrs.get("format") != FORMAT:
+            raise PsleError(f"{self.path}: not a psle learn checkpoint; refusing to use or overwrite it")
+        if int(f.attrs.get("version", -1)) != VERSION:
+            raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
+        saved = json.loads(f.attrs["settings"])
+        if saved != json.loads(canonical(self.settings)):
+            differ = sorted(k for k in set(saved) | set(self.settings) if saved.get(k) != self.settings.get(k))
+            raise PsleError(f"{self.path}: checkpoint of other {'data' if differ == ['data'] else 'settings'} "
+                            f"(differ in: {', '.join(differ)}); use another --checkpoint or the same command")
+        runs_text = f["runs"][()].decode()
+        members, sizes, edges = f["cluster_members"][()], f["cluster_sizes"][()], f["edges"][()]
+        if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges):
+            raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing to "
+                            "use or overwrite it")
+        if len(sizes):  # the clusters in their own order: member runs index variables within them
+            self.clusters = np.split(members, np.cumsum(sizes)[:-1])
+        for row in json.loads(runs_text):
+            lo, mid, hi = row.pop("edges")
+            directed = None if row["status"] != "ok" else edges[lo:mid].reshape(-1, 2)
+            undirected = None if row["status"] != "ok" else edges[mid:hi].reshape(-1, 2)
+            c, k = row.pop("cluster"), row.pop("member")
+            self.runs[c, k] = MemberRun(row["spec"], row["status"], directed, undirected, row["bic"], row["seconds"],
+                                        row.get("error"))
+
+    def set_clusters(self, clusters: list[np.ndarray]) -> None:
+        self.clusters = clusters
+        self.save()
+
+    def put(self, cluster: int, member: int, run: MemberRun) -> None:
+        self.runs[cluster, member] = run
+        self.save()
+
+    def save(self) -> None:
+        clusters = self.clusters or []
+        members = np.concatenate(clusters).astype(np.int64) if clusters else np.empty(0, dtype=np.int64)
+        sizes = np.array([len(c) for c in clusters], dtype=np.int64)
+        rows, parts, at = [], [], 0
+        for (c, k), run in sorted(self.runs.items()):
+            d = np.empty((0, 2), dtype=np.int64) if run.directed is None else np.asarray(run.directed, dtype=np.int64)
+            u = np.empty((0, 2), dtype=np.int64) if run.undirected is None else np.asarray(run.undirected,
+                                                                                            dtype=np.int64)
+            parts += [d.ravel(), u.ravel()]
+            rows.append({"cluster": c, "member": k, "spec": run.spec, "status": run.status, "bic": run.bic,
+                         "seconds": run.seconds, "error": run.error, "edges": [at, at + d.size, at + d.size + u.size]})
+            at += d.size + u.size
+        edges = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        settings, runs = canonical(self.settings), canonical(rows)
+        with atomic_path(self.path) as tmp:
+            with h5py.File(tmp, "w") as f:
+                f.attrs["format"] = FORMAT
+                f.attrs["version"] = VERSION
+                f.attrs["settings"] = settings
+                f.create_dataset("runs", data=runs.encode())  # a dataset: attributes stop at 64 kB
+                f.create_dataset("cluster_members", data=members)
+                f.create_dataset("cluster_sizes", data=sizes)
+                f.create_dataset("edges", data=edges)
+                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges)

@@ -1,0 +1,80 @@
+"""`psle learn --checkpoint`: a PEF run killed part-way resumes without recomputing finished member runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import pytest
+
+PSLE = str(Path(sys.executable).parent / "psle")
+
+
+def finished_runs(path: Path) -> int:
+    try:
+        with h5py.File(path, "r") as f:
+            return len(json.loads(f["runs"][()].decode()))
+    except (OSError, KeyError):
+        return 0
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("resume")
+    run = subprocess.run([PSLE, "generate", "--network", "alarm", "--nodes", "400", "--seed", "2", "-o", "a.h5"],
+                         cwd=folder, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return folder / "a.h5"
+
+
+def learn(problem: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([PSLE, "learn", str(problem), "--workers", "2", "-o", str(out), *extra],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_graph(problem, tmp_path):
+    reference = learn(problem, tmp_path / "ref.json")
+    assert reference.wait(timeout=600) == 0, reference.stderr.read()
+    ckpt = tmp_path / "run.h5"
+    killed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
+    end = time.monotonic() + 300
+    while finished_runs(ckpt) < 3:
+        assert killed.poll() is None and time.monotonic() < end, "finished before it could be killed"
+        time.sleep(0.2)
+    os.killpg(killed.pid, signal.SIGKILL)  # the driver, its dask workers and their JVMs, mid-run
+    killed.wait()
+    done = finished_runs(ckpt)
+    resumed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
+    err = resumed.communicate(timeout=600)[1]
+    assert resumed.returncode == 0, err
+    assert f"resuming from {ckpt}: {done} member runs already finished" in err
+    ours, ref = (json.loads((tmp_path / name).read_text()) for name in ("g.json", "ref.json"))
+    assert sorted(ours["edges"]) == sorted(ref["edges"])
+    assert ours["meta"]["clusters"][0]["runs"][0]["member"] == ref["meta"]["clusters"][0]["runs"][0]["member"]
+
+
+def test_a_checkpoint_of_other_data_or_settings_is_refused_in_one_line(problem, tmp_path):
+    ckpt = tmp_path / "run.h5"
+    first = subprocess.run([PSLE, "learn", str(problem), "--method", "p-fges", "--param", "penalty=4", "--workers",
+                            "2", "--checkpoint", str(ckpt), "-o", str(tmp_path / "g.json")],
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    saved = ckpt.read_bytes()
+    other = tmp_path / "b.h5"
+    assert subprocess.run([PSLE, "generate", "--network", "alarm", "--nodes", "400", "--seed", "3", "-o", str(other)],
+                          capture_output=True).returncode == 0
+    for argv, fragment in [([str(other), "--param", "penalty=4"], "checkpoint of other data"),
+                           ([str(problem), "--param", "penalty=5"], "differ in: members")]:
+        run = subprocess.run([PSLE, "learn", *argv, "--method", "p-fges", "--serial", "--checkpoint", str(ckpt),
+                              "-o", str(tmp_path / "h.json")], capture_output=True, text=True, timeout=600)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and lines[-1].startswith("psle: error:") and fragment in lines[-1], run.stderr
+        assert "Traceback" not in run.stderr and not (tmp_path / "h.json").exists()
+    assert ckpt.read_bytes() == saved
+    plain = subprocess.run([PSLE, "learn", str(problem), "--method", "fges", "--checkpoint", str(ckpt), "-o",
+                            str(tmp_path / "h.json")], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 2 and "applies to PEF methods (p-*), not fges" in plain.stderr
