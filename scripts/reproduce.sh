@@ -3,12 +3,14 @@
 #
 #   bash scripts/reproduce.sh [STAGE ...]      stages: alarm table pigs generalization plain report (default: all)
 #
-# Every run writes results/<experiment>/<method>/<network-nodes>/seed<k>.json when it finishes, so
+# Every run writes results/<experiment>/<method>/<network-nodes>/seed<k>.json (the committed
+# reproduction; PSLE_RESULTS moves it) when it finishes, so
 # the script can be stopped and restarted at will: finished runs are skipped. Extra Hydra overrides
 # go in $PSLE_OVERRIDES (e.g. "hydra/launcher=submitit_slurm" to run the stages as SLURM array jobs).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
+export PSLE_RESULTS="${PSLE_RESULTS:-$ROOT/results}"   # this script writes the reproduction tree on purpose
 read -r -a extra <<< "${PSLE_OVERRIDES:-}"
 stages=("${@:-alarm table pigs generalization plain report}")
 read -r -a stages <<< "${stages[*]}"

@@ -76,9 +76,9 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
         assert sum(c["size"] for c in meta["clusters"]) == row["p"] and meta["fusion"]["pairs_screened"] > 0
         metrics = evaluate(graph, problem.truth)
         assert row["f1_adjacent"] == pytest.approx(metrics.f1_adjacent) and row["shd"] == metrics.shd
-        if row["method"] == "p-fges":  # fGES is reproducible run to run; Tetrad's PC is not always (BENCHMARKS.md)
-            local = PEF([{"method": "fges"}], progress=False).fit(problem.data, problem.variables)
-            assert local.graph_ == graph, f"{path}: the SLURM task's graph differs from a local run"
+        # fGES and (numpy) PC-Stable are reproducible run to run: a SLURM task's graph is a local run's.
+        local = PEF([{"method": row["method"][2:]}], progress=False).fit(problem.data, problem.variables)
+        assert local.graph_ == graph, f"{path}: the SLURM task's graph differs from a local run"
     stamps = {p: p.stat().st_mtime_ns for p in results}
     before = sacct_jobs()
     again = experiment(tmp_path, *SWEEP)
@@ -90,6 +90,9 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
 @pytest.mark.parametrize("overrides, message", [
     (["hydra.launcher.partition=nope"], "no such SLURM partition"),
     (["hydra.launcher.mem_gb=0"], "mem_gb=0: must be positive"),
+    # Requests no node can ever meet: SLURM would accept them and leave them pending without a word.
+    (["hydra.launcher.cpus_per_task=8"], "cpus_per_task=8: partition debug's largest node has 2 CPUs"),
+    (["hydra.launcher.mem_gb=64"], "mem_gb=64: partition debug's largest node has"),
     # 2 h per run cannot fit a 1 h job: every task would be killed and requeued, never recorded as timed out.
     (["time_limit=7200", "hydra.launcher.timeout_min=60"], "raise timeout_min to at least 130"),
     # One bad task among good ones stops the whole sweep before any of it is submitted.

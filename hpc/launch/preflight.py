@@ -49,6 +49,44 @@ def check_slurm_launcher(params: Any, wall_limit: float | None = None) -> None:
             known = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True).stdout.split()
             raise PsleError(f"hydra.launcher.partition={partition}: no such SLURM partition "
                             f"(known: {', '.join(p.rstrip('*') for p in known) or 'none'})")
+    check_resources(params)
+
+
+def _minutes(text: str) -> float:
+    """SLURM's time format ([days-]hours:minutes:seconds, minutes, or "infinite") in minutes."""
+    if text in ("infinite", "UNLIMITED", "n/a", ""):
+        return float("inf")
+    days, _, clock = text.rpartition("-")
+    parts = [int(x) for x in clock.split(":")]
+    hours, minutes, seconds = ([0] * (3 - len(parts)) + parts) if len(parts) > 1 else (0, parts[0], 0)
+    return (int(days or 0) * 24 + hours) * 60 + minutes + seconds / 60
+
+
+def check_resources(params: Any) -> None:
+    """Refuse, before anything is submitted, a request no node of the partition can ever run: SLURM
+    would accept it and leave it pending for good ("PartitionConfig"/"Resources") without a word."""
+    partition = params.get("partition")
+    command = ["sinfo", "-h", "-o", "%P|%c|%m|%l", *(["-p", str(partition)] if partition else [])]
+    listed = subprocess.run(command, capture_output=True, text=True)
+    rows = [line.split("|") for line in listed.stdout.split() if line.count("|") == 3]
+    if listed.returncode != 0 or not rows:
+        return  # sinfo says nothing usable: leave the decision to sbatch
+    if not partition:  # the default partition is marked with '*'
+        rows = [r for r in rows if r[0].endswith("*")] or rows
+    name = rows[0][0].rstrip("*")
+    cpus = max(int(r[1].rstrip("+")) for r in rows)
+    memory_mb = max(int(r[2].rstrip("+")) for r in rows)
+    limit = max(_minutes(r[3]) for r in rows)
+    per_node = int(params.get("cpus_per_task") or 1) * int(params.get("tasks_per_node") or 1)
+    if per_node > cpus:
+        raise PsleError(f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')}: partition {name}'s largest "
+                        f"node has {cpus} CPUs; ask for at most {cpus // int(params.get('tasks_per_node') or 1)}")
+    mem = params.get("mem_gb")
+    if mem is not None and float(mem) * 1024 > memory_mb:
+        raise PsleError(f"hydra.launcher.mem_gb={mem}: partition {name}'s largest node has {memory_mb / 1024:.1f} GB")
+    timeout = params.get("timeout_min")
+    if timeout is not None and int(timeout) > limit:
+        raise PsleError(f"hydra.launcher.timeout_min={timeout}: partition {name} allows at most {limit:.0f} minutes")
 
 
 def _whole(value: Any, name: str, least: int) -> None:

@@ -9,6 +9,7 @@ once, so re-submitting a sweep only runs what is missing.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
 
     out = result_path(cfg)
     if out.is_file():
+        print(f"psle: {out} exists; task skipped (delete it to run again)", file=sys.stderr, flush=True)
         return {**json.loads(out.read_text()), "skipped": True}
     out.parent.mkdir(parents=True, exist_ok=True)
     x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
