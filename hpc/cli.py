@@ -324,6 +324,12 @@ def _report(args: argparse.Namespace) -> None:
     print(f"psle: report -> {files[0]} ({len(files)} files in {args.output})", file=sys.stderr)
 
 
+def _status(args: argparse.Namespace) -> None:
+    from hpc.launch.status import status
+
+    status(args.sweep, args.watch)
+
+
 def _doctor(args: argparse.Namespace) -> None:
     from hpc.learners import runtime
 
@@ -517,6 +523,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("-o", "--output", required=True, help="report directory (created)")
     rp.add_argument("--notes", default=None, help="Markdown file appended to REPORT.md (explanations)")
     rp.set_defaults(func=_report)
+
+    st = sub.add_parser("status", help="where a submitted sweep stands: per task done / pending / running / requeued / "
+                                       "failed, with its result or log")
+    st.add_argument("sweep", help="the sweep folder psle-experiment printed (or a results folder: its newest sweep)")
+    st.add_argument("--watch", type=_positive, nargs="?", const=30.0, default=None, metavar="SECONDS",
+                    help="refresh every SECONDS (default 30) until no task is pending, running or requeued")
+    st.set_defaults(func=_status)
 
     doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")
     doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing")

@@ -87,6 +87,27 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     assert len(jobs_since(before)) == 1  # the resubmission is again a single array job
 
 
+def test_submit_and_leave_then_status_follows_the_sweep(tmp_path):
+    start = time.monotonic()
+    run = experiment(tmp_path, "wait=false", "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1",
+                     "executor.workers=1", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "progress=false")
+    assert run.returncode == 0, run.stderr[-3000:]
+    line = next(ln for ln in run.stderr.splitlines() if ln.startswith("psle-experiment: submitted SLURM array job"))
+    sweep = line.rsplit("psle status ", 1)[1]
+    assert not list((tmp_path / "default").glob("p-fges/*/seed*.json"))  # it left before the tasks finished
+    assert time.monotonic() - start < 60
+    watch = subprocess.run([str(BIN / "psle"), "status", sweep, "--watch", "2"], capture_output=True, text=True,
+                           timeout=600)
+    assert watch.returncode == 0, watch.stderr
+    assert watch.stdout.strip().splitlines()[-1] == "2 tasks: 2 done"
+    assert "running" in watch.stdout or "pending" in watch.stdout  # it showed the tasks under way first
+    assert "F1 " in watch.stdout and str(tmp_path / "default" / "p-fges" / "asia-40" / "seed1.json") in watch.stdout
+    again = experiment(tmp_path, "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1",
+                       "executor.workers=1", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
+                       "progress=false")  # blocking: ends with the same summary
+    assert again.returncode == 0 and "psle-experiment: 2 tasks: 2 done" in again.stderr, again.stderr[-3000:]
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["hydra.launcher.partition=nope"], "no such SLURM partition"),
     (["hydra.launcher.mem_gb=0"], "mem_gb=0: must be positive"),
