@@ -64,12 +64,14 @@ class CheckedSlurmLauncher(SlurmLauncher):
         from submitit.core import core
 
         wait = bool(OmegaConf.select(self.config, "wait", default=True))
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        rows = self._task_rows(job_overrides, initial_job_idx)
         submit = core.Executor.map_array  # what AutoExecutor.map_array is
+        sweep_dir = None
 
         def submitted(executor: Any, fn: Any, *iterables: Any) -> Any:
             """Right after submission: the manifest and where to look, then (wait=false) leave."""
+            nonlocal sweep_dir
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            rows = self._task_rows(job_overrides, initial_job_idx)
             jobs = submit(executor, fn, *iterables)
             for row, job in zip(rows, jobs):
                 row.update(job=job.job_id, log=str(job.paths.stdout))
@@ -96,6 +98,8 @@ class CheckedSlurmLauncher(SlurmLauncher):
             except _Submitted:
                 raise SystemExit(0) from None
             except Exception as exc:  # a task that ended without a result: the summary says which
+                if sweep_dir is None:  # nothing was submitted: not a task's failure
+                    raise
                 states = task_states(json.loads((sweep_dir / MANIFEST).read_text()))
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 print(f"psle-experiment: a task failed ({first}); {len(states)} tasks: {summary(states)}; "
