@@ -148,11 +148,13 @@ def evaluations(path: Path) -> int:
 
 @pytest.mark.parametrize("preempt", [["scontrol", "requeue"], ["scancel", "--signal=USR2"]])
 def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, preempt):
+    from hpc.autosle.train import TrainConfig
+    from hpc.autosle.training import TrainingConfig
     from hpc.launch.slurm import submit_train
 
     ckpt, out = tmp_path / "ck.h5", tmp_path / "sle.yaml"
-    job = submit_train([*TRAIN, "--checkpoint", str(ckpt), "-o", str(out)], tmp_path / ".submitit",
-                       timeout_min=30, mem_gb=4, cpus=2)
+    config = TrainConfig(k=2, trials=8, training=TrainingConfig(problems=6, max_nodes=40))  # = `psle train *TRAIN`
+    job = submit_train(config, ckpt, out, None, tmp_path / ".submitit", timeout_min=30, mem_gb=4, cpus=2)
     deadline = time.time() + 300
     while evaluations(ckpt) < 30:
         assert time.time() < deadline and not job.done(), "training made no progress"
