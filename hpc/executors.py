@@ -182,9 +182,18 @@ class DaskExecutor(SerialExecutor):
 
 
 def announce_dashboard(executor: SerialExecutor) -> None:
-    """Point long runs at the dask dashboard (per-worker load, task stream, memory)."""
-    if getattr(executor, "dashboard", None):
-        print(f"psle: dask dashboard at {executor.dashboard}", file=sys.stderr)
+    """Point long runs at the dask dashboard (per-worker load, task stream, memory). Inside a SLURM
+    job 127.0.0.1 would name the user's own machine: say the compute node and how to reach it."""
+    link = getattr(executor, "dashboard", None)
+    if not link:
+        return
+    if os.environ.get("SLURM_JOB_ID"):
+        from urllib.parse import urlsplit
+
+        node, port = socket.gethostname(), urlsplit(link).port
+        link = link.replace("127.0.0.1", node).replace("localhost", node) + \
+            f" (from the login node: ssh -N -L {port}:{node}:{port} <login node>, then http://localhost:{port})"
+    print(f"psle: dask dashboard at {link}", file=sys.stderr)
 
 
 class SlurmDaskExecutor(DaskExecutor):

@@ -18,6 +18,8 @@ from hpc.autosle.space import configuration_space, to_spec
 from hpc.autosle.training import TrainingConfig, training_problems
 from hpc.errors import PsleError
 
+pytestmark = pytest.mark.jvm
+
 PSLE = str(Path(sys.executable).parent / "psle")
 SMALL = ["--problems", "6", "--max-nodes", "40", "--k", "2", "--trials", "8"]
 
@@ -75,6 +77,7 @@ def run_train(tmp: Path, name: str, kill_after: float | None = None) -> subproce
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+@pytest.mark.slow
 def test_sigkilled_training_resumes_to_the_uninterrupted_result(tmp_path):
     reference = run_train(tmp_path, "reference")
     assert reference.returncode == 0, reference.stderr

@@ -18,6 +18,8 @@ import h5py
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 PSLE = str(Path(sys.executable).parent / "psle")
 
 
@@ -115,6 +117,7 @@ def test_refused_in_one_line_with_nothing_written(work, argv, fragments):
     assert snapshot(work) == before
 
 
+@pytest.mark.slow
 def test_a_run_in_which_every_cluster_lost_its_members_writes_nothing(work):
     before = snapshot(work)
     run = psle("learn", "asia.h5", "--method", "p-sle", "--time-limit", "0.2", "--workers", "2", "-o", "g.json",
@@ -148,6 +151,7 @@ def wait_for(predicate, timeout: float) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_workers_in_one_line(tmp_path):
     assert psle("generate", "--network", "alarm", "--nodes", "600", "-o", "a.h5", cwd=tmp_path).returncode == 0
     proc = subprocess.Popen([PSLE, "learn", "a.h5", "--workers", "2", "-o", "g.json"], cwd=tmp_path,
@@ -162,6 +166,7 @@ def test_ctrl_c_stops_the_workers_in_one_line(tmp_path):
     assert not (tmp_path / "g.json").exists()
 
 
+@pytest.mark.slow
 def test_sigterm_during_training_leaves_no_temporary_files(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()

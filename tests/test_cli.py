@@ -10,6 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 PSLE = str(Path(sys.executable).parent / "psle")
 
 
@@ -166,6 +168,7 @@ def test_learn_from_csv_keeps_the_users_names(tmp_path):
     assert sorted(tuple(sorted(e[:2])) for e in doc["edges"]) == [("alpha", "beta"), ("beta", "gamma")]
 
 
+@pytest.mark.slow
 def test_learn_timeout_writes_nothing(tmp_path):
     big = tmp_path / "alarm.h5"
     assert psle("generate", "--network", "alarm", "--nodes", "500", "-o", str(big)).returncode == 0

@@ -9,6 +9,8 @@ from hpc.data.networks import network_names
 from hpc.errors import PsleError
 from tests.conftest import psle_experiment
 
+pytestmark = pytest.mark.e2e
+
 
 def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(tmp_path):
     # P/fGES (penalty 1) on Hailfinder-500 needs ~30 s of cluster runs; 2 s of wall limit cuts it.
@@ -45,6 +47,7 @@ def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
     assert (sle.time_limit, sle.wall_limit) == (60, 10)
 
 
+@pytest.mark.slow
 def test_psle_learn_and_psle_experiment_give_the_same_graph_and_meta(tmp_path):
     import subprocess
     import sys

@@ -107,6 +107,7 @@ def train(tmp: Path, name: str) -> dict[str, tuple]:
     return {k: tuple(col[i] for col in columns) for i, k in enumerate(keys)}
 
 
+@pytest.mark.slow
 def test_two_trainings_with_pc_stable_candidates_give_identical_checkpoints(tmp_path):
     first, second = train(tmp_path, "a"), train(tmp_path, "b")
     assert any('"pc-stable"' in k for k in first), "no PC-Stable candidate was evaluated"

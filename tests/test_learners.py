@@ -19,6 +19,8 @@ from hpc.learners.bic import bic, covariance, local_scores
 from hpc.learners.members import BOSS, LearnerError
 from hpc.learners.worker import TetradWorker
 
+pytestmark = pytest.mark.jvm
+
 
 @pytest.fixture(scope="module")
 def alarm100():

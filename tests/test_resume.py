@@ -11,6 +11,8 @@ from pathlib import Path
 import h5py
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 PSLE = str(Path(sys.executable).parent / "psle")
 
 
@@ -36,6 +38,7 @@ def learn(problem: Path, out: Path, *extra: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_graph(problem, tmp_path):
     reference = learn(problem, tmp_path / "ref.json")
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
@@ -57,6 +60,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_graph(problem, tmp_path):
     assert ours["meta"]["clusters"][0]["runs"][0]["member"] == ref["meta"]["clusters"][0]["runs"][0]["member"]
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_other_data_or_settings_is_refused_in_one_line(problem, tmp_path):
     ckpt = tmp_path / "run.h5"
     first = subprocess.run([PSLE, "learn", str(problem), "--method", "p-fges", "--param", "penalty=4", "--workers",

@@ -201,6 +201,7 @@ def test_predicted_selection_equals_running_all_when_it_predicts_every_bic_winne
     assert sum(r["status"] == "not run" for c in clusters for r in c["runs"]) == len(winners)
 
 
+@pytest.mark.slow
 def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
     records = small_records[0]
     sel = tmp_path / "sel.json"

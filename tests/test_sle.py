@@ -10,6 +10,8 @@ from hpc.errors import PsleError
 from hpc.learners import FGES
 from hpc.learners.ensemble import SLE, load_sle
 
+pytestmark = pytest.mark.jvm
+
 
 @pytest.fixture(scope="module")
 def child():
