@@ -108,6 +108,31 @@ def test_submit_and_leave_then_status_follows_the_sweep(tmp_path):
     assert again.returncode == 0 and "psle-experiment: 2 tasks: 2 done" in again.stderr, again.stderr[-3000:]
 
 
+def test_a_sweep_task_requeued_while_running_is_pending_not_a_failure(tmp_path):
+    """SLURM SIGTERMs every process of a requeued task: its dask workers die first. The sweep must
+    wait for the requeued task (which resumes from its checkpoint) and end rc 0 with its result."""
+    proc = subprocess.Popen([str(BIN / "psle-experiment"), "-m", "hydra/launcher=submitit_slurm", "method=p-sle",
+                             "dataset.network=alarm", "dataset.nodes=400", "seed=0", "executor.workers=1",
+                             "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=3"],
+                            cwd=tmp_path, env={**os.environ, "PSLE_RESULTS": str(tmp_path)}, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 300
+    while not (logs := list(tmp_path.glob("default/.hydra/sweep/*/.submitit/*/*_log.err"))) \
+            or "estimation (clusters)" not in logs[0].read_text():
+        assert time.monotonic() < deadline and proc.poll() is None, "the task never started estimating"
+        time.sleep(0.5)
+    job = logs[0].parent.name
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    err = proc.communicate(timeout=900)[1]
+    assert proc.returncode == 0, err[-3000:]
+    assert "psle-experiment: 1 tasks: 1 done" in err
+    row = json.loads(next(tmp_path.glob("default/p-sle/alarm-400/seed0.json")).read_text())
+    assert row["status"] == "ok"
+    first_try = logs[0].read_text()
+    assert "stopped by SLURM" in first_try or "Restarts=0" not in subprocess.run(
+        ["scontrol", "show", "job", job], capture_output=True, text=True).stdout
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["hydra.launcher.partition=nope"], "no such SLURM partition"),
     (["hydra.launcher.mem_gb=0"], "mem_gb=0: must be positive"),

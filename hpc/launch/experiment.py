@@ -40,7 +40,12 @@ def main(cfg: DictConfig) -> dict:
     quiet_dask()
     try:
         check_task(cfg)
-        return run_task(cfg)
+        if "SLURM_JOB_ID" not in os.environ:
+            return run_task(cfg)
+        from hpc.launch.preemption import preemption_guard
+
+        with preemption_guard():
+            return run_task(cfg)
     except PsleError as exc:
         if "SUBMITIT_EXECUTOR" in os.environ:  # a submitit job: the launcher reports it with the job's logs
             raise

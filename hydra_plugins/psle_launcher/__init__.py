@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from hydra.core.utils import JobStatus
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
 from omegaconf import OmegaConf
 
@@ -107,6 +108,13 @@ class CheckedSlurmLauncher(SlurmLauncher):
                 raise SystemExit(1) from None
         states = task_states(json.loads((sweep_dir / MANIFEST).read_text()))
         print(f"psle-experiment: {len(states)} tasks: {summary(states)} (psle status {sweep_dir})", file=sys.stderr)
+        failed = [r for r in returns if r.status == JobStatus.FAILED]
+        if failed:  # Hydra would re-raise the first task's exception with its traceback
+            error = failed[0]._return_value
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            print(f"psle-experiment: {len(failed)} task(s) failed, the first with: {first}; logs: psle status "
+                  f"{sweep_dir}", file=sys.stderr)
+            raise SystemExit(1)
         return returns
 
 
