@@ -125,21 +125,13 @@ def member_repr(spec: dict) -> str:
     return repr(member_from_spec(spec))
 
 
-def _limits(args: argparse.Namespace) -> str:
-    given = [f"{flag} {value:g}" for flag, value in (("--time-limit", args.time_limit), ("--wall-limit", args.wall_limit))
-             if value is not None]
-    return f" ({', '.join(given)})" if given else ""
-
-
 def _learn(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
-    from hpc.data.tabular import check_learnable, read_data
-    from hpc.executors import announce_dashboard, make_executor
-    from hpc.graphs.io import write_graph
-    from hpc.learners.members import Member, check_runtime
-    from hpc.run import build_estimator, graph_meta, lost_runs
+    from hpc.run import build_estimator, learn_file
 
     check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
+    if args.slurm and args.checkpoint is None and args.method.startswith("p-"):
+        args.checkpoint = str(Path(args.output).with_suffix(".checkpoint.h5"))  # a requeued job resumes from it
     if args.checkpoint:
         check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint", inputs=(args.data, args.output))
     spec = _method_spec(args)
@@ -149,22 +141,27 @@ def _learn(args: argparse.Namespace) -> None:
         raise PsleError(str(exc).replace("PEF setting ", "--pef ")) from None
     label = _label(spec, learner)
     _check_scheduler(args)
-    check_runtime()
-    x, variables = read_data(args.data)
-    check_learnable(x, variables, str(args.data))
-    print(f"psle: {label} on {args.data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
-    start = time.perf_counter()
-    parallel = not isinstance(learner, Member) and not args.serial
-    with make_executor("local" if parallel else "serial", args.scheduler, args.workers) as executor:
-        announce_dashboard(executor)
-        learner.executor = executor
-        learner.fit(x, variables)
-    seconds = time.perf_counter() - start
-    if learner.status_ != "ok" or learner.graph_ is None:
-        raise PsleError(f"{label} {learner.status_ if learner.status_ != 'ok' else 'gave no graph'} after "
-                        f"{seconds:.1f} s{_limits(args)}{lost_runs(learner)}; nothing written")
-    write_graph(args.output, learner.graph_, graph_meta(learner, args.method, seconds, data=str(args.data)))
-    print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {args.output}", file=sys.stderr)
+    if not Path(args.data).is_file():
+        raise PsleError(f"{args.data}: no such file")
+    if args.slurm:
+        _submit_learn(args, spec, label)
+        return
+    learn_file(args.data, args.output, spec, args.time_limit, args.wall_limit, args.checkpoint, not args.serial,
+               args.scheduler, args.workers, label)
+
+
+def _submit_learn(args: argparse.Namespace, spec, label: str) -> None:
+    from hpc.launch.slurm import submit_learn
+
+    paths = [str(Path(p).resolve()) if p else None for p in (args.data, args.output, args.checkpoint)]
+    folder = Path(paths[1]).parent / ".submitit"
+    job = submit_learn(spec, *paths, args.time_limit, args.wall_limit, args.workers, label, folder, args.partition,
+                       args.time_min, args.mem_gb, args.cpus, args.requeues, args.container)
+    print(f"psle: submitted SLURM job {job.job_id} (logs in {folder})"
+          + (f"; preemption-safe: it resumes {args.checkpoint}" if args.checkpoint else ""), file=sys.stderr)
+    if args.wait:
+        job.result()
+        print(f"psle: job {job.job_id} finished -> {args.output}", file=sys.stderr)
 
 
 def _check_scheduler(args: argparse.Namespace) -> None:
@@ -384,6 +381,18 @@ def _probability(text: str) -> float:
     return value
 
 
+def _slurm_options(parser: argparse.ArgumentParser, what: str, minutes: int) -> None:
+    sl = parser.add_argument_group(f"SLURM (with --slurm: {what} as a preemption-safe, self-requeueing job)")
+    sl.add_argument("--slurm", action="store_true", help="submit to SLURM instead of running here")
+    sl.add_argument("--partition", default=None)
+    sl.add_argument("--time-min", type=_whole(1), default=minutes, help="job time limit in minutes (it requeues itself)")
+    sl.add_argument("--mem-gb", type=_positive, default=8)
+    sl.add_argument("--cpus", type=_whole(1), default=2)
+    sl.add_argument("--requeues", type=_whole(0), default=10, help="how often a timed-out job may requeue itself")
+    sl.add_argument("--container", default=None, metavar="IMAGE.sif", help="run the job inside this Apptainer image")
+    sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hpc.learners.members import MEMBERS
 
@@ -439,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per allocated CPU)")
     learn.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
+    _slurm_options(learn, "the run", 240)
     learn.set_defaults(func=_learn)
 
     tr = sub.add_parser("train", help="Auto-SLE: learn an ensemble with SMAC3 on generated training problems")
@@ -461,15 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="join this dask scheduler")
     tr.add_argument("--workers", type=_whole(1), default=None, help="local dask workers (default: one per allocated CPU)")
     tr.add_argument("--serial", action="store_true", help="no dask: evaluate in this process")
-    sl = tr.add_argument_group("SLURM (with --slurm: submit as a preemption-safe, self-requeueing job)")
-    sl.add_argument("--slurm", action="store_true", help="submit to SLURM instead of running here")
-    sl.add_argument("--partition", default=None)
-    sl.add_argument("--time-min", type=_whole(1), default=1440, help="job time limit in minutes (it requeues itself)")
-    sl.add_argument("--mem-gb", type=_positive, default=8)
-    sl.add_argument("--cpus", type=_whole(1), default=2)
-    sl.add_argument("--requeues", type=_whole(0), default=10, help="how often a timed-out job may requeue itself")
-    sl.add_argument("--container", default=None, metavar="IMAGE.sif", help="run the job inside this Apptainer image")
-    sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
+    _slurm_options(tr, "Auto-SLE", 1440)
     tr.set_defaults(func=_train)
 
     rc = sub.add_parser("records", help="run a portfolio on PEF's clusters of generated problems with known truth "

@@ -100,6 +100,42 @@ def graph_meta(estimator: Any, method: str, seconds: float, **context: Any) -> d
             "tetrad_version": TETRAD_VERSION}
 
 
+def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limit: float | None = None,
+               wall_limit: float | None = None, checkpoint: str | Path | None = None, parallel: bool = True,
+               scheduler: str | None = None, workers: int | None = None, label: str | None = None) -> Any:
+    """`psle learn`'s whole run, here or as a SLURM job: read and check the data, fit on a fresh
+    executor, write the graph with its meta; a run without a complete answer writes nothing."""
+    import sys
+    import time
+
+    from hpc.data.tabular import check_learnable, read_data
+    from hpc.executors import announce_dashboard, make_executor
+    from hpc.graphs.io import write_graph
+    from hpc.learners.members import Member, check_runtime
+
+    learner = build_estimator(spec, time_limit, wall_limit, checkpoint=checkpoint)
+    label = label or spec.name
+    check_runtime()
+    x, variables = read_data(data)
+    check_learnable(x, variables, str(data))
+    print(f"psle: {label} on {data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
+    start = time.perf_counter()
+    kind = "local" if parallel and not isinstance(learner, Member) else "serial"
+    with make_executor(kind, scheduler, workers) as executor:
+        announce_dashboard(executor)
+        learner.executor = executor
+        learner.fit(x, variables)
+    seconds = time.perf_counter() - start
+    if learner.status_ != "ok" or learner.graph_ is None:
+        given = ", ".join(f"{flag} {value:g}" for flag, value in (("--time-limit", time_limit),
+                                                                  ("--wall-limit", wall_limit)) if value is not None)
+        raise PsleError(f"{label} {learner.status_ if learner.status_ != 'ok' else 'gave no graph'} after "
+                        f"{seconds:.1f} s{f' ({given})' if given else ''}{lost_runs(learner)}; nothing written")
+    write_graph(output, learner.graph_, graph_meta(learner, spec.name, seconds, data=str(data)))
+    print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {output}", file=sys.stderr)
+    return learner
+
+
 def write_ensemble(path: str | Path, members: list[dict[str, Any]], rounds: list[dict[str, Any]],
                    settings: dict[str, Any]) -> None:
     """A trained ensemble as YAML, usable as `--sle` / `method.sle`; named after its file."""

@@ -133,6 +133,46 @@ def test_a_sweep_task_requeued_while_running_is_pending_not_a_failure(tmp_path):
         ["scontrol", "show", "job", job], capture_output=True, text=True).stdout
 
 
+def test_psle_learn_as_a_slurm_job_resumes_its_checkpoint_after_a_requeue(tmp_path):
+    from hpc.pef.pipeline import PEF
+
+    problem = tmp_path / "a.h5"
+    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "alarm", "--nodes", "400", "--seed", "1", "-o",
+                           str(problem)], capture_output=True).returncode == 0
+    out, ckpt = tmp_path / "g.json", tmp_path / "g.checkpoint.h5"
+    run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "--method", "p-fges", "--param", "penalty=2",
+                          "--slurm", "--cpus", "2", "--mem-gb", "4", "-o", str(out)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    job = run.stderr.split("submitted SLURM job ")[1].split()[0]
+    assert f"it resumes {ckpt}" in run.stderr
+
+    def finished() -> int:
+        try:
+            with h5py.File(ckpt, "r") as f:
+                return len(json.loads(f["runs"][()].decode()))
+        except (OSError, KeyError):
+            return 0
+
+    deadline = time.time() + 300
+    while finished() < 2:
+        assert time.time() < deadline and not out.exists(), "the job made no progress, or ended too soon"
+        time.sleep(0.3)
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    while not out.exists():
+        assert time.time() < deadline + 300, "the requeued job did not finish"
+        time.sleep(1)
+    logs = "".join(p.read_text() for p in (tmp_path / ".submitit").glob(f"{job}_*log.err"))
+    assert "resuming from" in logs and "member runs already finished" in logs, logs[-2000:]
+    assert "stopped by SLURM" in logs and "Traceback" not in logs, logs[-2000:]
+    from hpc.data.problem import read_problem
+    from hpc.graphs.io import read_json
+
+    data = read_problem(problem)
+    local = PEF([{"method": "fges", "penalty": 2}], progress=False).fit(data.data, data.variables)
+    assert read_json(out)[0] == local.graph_
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["hydra.launcher.partition=nope"], "no such SLURM partition"),
     (["hydra.launcher.mem_gb=0"], "mem_gb=0: must be positive"),
