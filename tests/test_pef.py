@@ -236,3 +236,31 @@ def test_fusion_screen_stops_once_the_wall_limit_has_passed():
     assert len(list(screener(SerialExecutor(), time.time() + 60)(z, blocks, parents, 200, FusionConfig()))) == 1
     with pytest.raises(WallLimitHit):
         list(screener(SerialExecutor(), time.time() - 1)(z, blocks, parents, 200, FusionConfig()))
+
+
+def test_context_variables_are_the_most_correlated_outside_ones():
+    from hpc.pef.partition import context_variables, standardize
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 6))
+    x[:, 4] += 2 * x[:, 0]  # strongly tied to the cluster {0, 1}
+    x[:, 5] += 0.5 * x[:, 1]  # weakly tied
+    z = standardize(x)
+    assert context_variables(z, np.array([0, 1]), 1).tolist() == [4]
+    assert context_variables(z, np.array([0, 1]), 2).tolist() == [4, 5]
+    assert len(context_variables(z, np.arange(6), 3)) == 0
+
+
+def test_context_lets_clusters_see_outside_parents_and_keeps_only_their_own_edges():
+    from hpc.graphs.metrics import evaluate
+    from hpc.pef.partition import PartitionConfig
+
+    problem = benchmark_problem(300, 0, 1000, network="alarm")
+    plain = PEF([{"method": "fges", "penalty": 2}], progress=False).fit(problem.data, problem.variables)
+    seen = PEF([{"method": "fges", "penalty": 2}], partition=PartitionConfig(context=1.0),
+               progress=False).fit(problem.data, problem.variables)
+    assert [c.tolist() for c in seen.clusters_] == [c.tolist() for c in plain.clusters_]
+    searched = max(int(np.vstack([r.directed, r.undirected]).max()) for runs in seen.cluster_runs_ for r in runs if r)
+    assert searched >= max(len(c) for c in seen.clusters_)  # some search saw variables beyond its cluster
+    f_plain, f_seen = evaluate(plain.graph_, problem.truth), evaluate(seen.graph_, problem.truth)
+    assert f_seen.f1_adjacent >= f_plain.f1_adjacent - 0.005 and f_seen.shd <= f_plain.shd + 5

@@ -22,9 +22,14 @@ class PartitionConfig:
     large_fraction: float = 0.05  # a cluster is large when its size >= ceil(fraction * p) ...
     min_large: int = 2  # ... and at least this, so tiny problems do not split into singletons
     block: int = 2048  # rows of the correlation matrix computed at a time
+    # Context: each cluster's search also sees this many outside variables per cluster variable (the
+    # ones most correlated with it), so parents in other clusters do not show up as extra edges
+    # inside; only edges among the cluster's own variables are kept. 0 = the paper's PEF.
+    context: float = 0.0
 
     def validate(self) -> None:
         check_number("large_fraction", self.large_fraction, 0.0, 1.0, open_lo=True)
+        check_number("context", self.context, 0.0, 4.0)
         check_number("min_large", self.min_large, 1, integer=True)
         check_number("block", self.block, 1, integer=True)
 
@@ -36,6 +41,18 @@ def standardize(x: np.ndarray, dtype: type = np.float32) -> np.ndarray:
     norms = np.sqrt((z * z).sum(axis=0))
     norms[norms == 0] = 1.0
     return (z / norms).astype(dtype)
+
+
+def context_variables(z: np.ndarray, cluster: np.ndarray, count: int) -> np.ndarray:
+    """The `count` variables outside `cluster` most correlated (|r|, max over the cluster) with it;
+    `z` is the standardized data (`standardize`)."""
+    strength = np.abs(z[:, cluster].T @ z).max(axis=0)
+    strength[cluster] = -1.0
+    count = min(count, z.shape[1] - len(cluster))
+    if count <= 0:
+        return np.empty(0, dtype=np.int64)
+    top = np.argpartition(-strength, count - 1)[:count]
+    return np.sort(top[np.argsort(-strength[top], kind="stable")][:count]).astype(np.int64)
 
 
 def distance_matrix(x: np.ndarray, block: int = 2048) -> np.ndarray:

@@ -26,7 +26,7 @@ from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
-from hpc.pef.partition import PartitionConfig, partition, standardize
+from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, load_selector
@@ -169,17 +169,22 @@ class PEF:
         start = time.perf_counter()
         plans: list[tuple[list[int], dict[str, Any] | None]] = [([], None)] * len(clusters)
         jobs = []
+        # Each cluster's search runs on its variables, then (with context) the outside ones it sees.
+        z = standardize(x) if self.partition.context > 0 else None
+        searched = [idx if z is None else np.concatenate(
+            [idx, context_variables(z, idx, int(np.ceil(self.partition.context * len(idx))))]) for idx in clusters]
         # Largest clusters first: a big cluster started last would run alone while the other workers idle.
-        for c in sorted(range(len(clusters)), key=lambda c: -len(clusters[c])):
-            cov = covariance(x[:, clusters[c]])
-            plans[c] = self._plan(cov, n)
+        for c in sorted(range(len(clusters)), key=lambda c: -len(searched[c])):
+            cov = covariance(x[:, searched[c]])
+            own = len(clusters[c])
+            plans[c] = self._plan(cov[:own, :own], n)
             jobs.append((c, cov))
         if self.selection == "predicted":  # features and predictions: timed apart from the member runs
             seconds["selection"] = time.perf_counter() - start
             start = time.perf_counter()
             show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members)} "
                       "member runs chosen")
-        data = {c: (executor.scatter(cov, broadcast=False), tuple(variables[i] for i in clusters[c]))
+        data = {c: (executor.scatter(cov, broadcast=False), tuple(variables[i] for i in searched[c]))
                 for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
         runs: list[list[MemberRun | None]] = [[None] * len(self.members) for _ in clusters]
         wave = [(c, k) for c, _ in jobs for k in plans[c][0]]
@@ -226,8 +231,8 @@ class PEF:
                     warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed; it gets no edges",
                                   stacklevel=2)
                 continue
-            local = PDAG(tuple(str(i) for i in range(len(idx))),
-                         runs[c][k].directed, runs[c][k].undirected)
+            local = PDAG(tuple(str(i) for i in range(len(searched[c]))),
+                         runs[c][k].directed, runs[c][k].undirected).subgraph(np.arange(len(idx)))
             directed.append(idx[pdag_to_dag(local, strict=False).directed])
         union = PDAG(variables, np.concatenate(directed) if directed else np.empty((0, 2), dtype=np.int64))
         seconds["estimation"] = time.perf_counter() - start
