@@ -148,7 +148,8 @@ def test_learn_with_pef_on_dask_writes_clusters_fusion_and_progress(tmp_path):
     assert meta["seconds"]["total"] > 0 and meta["total_seconds"] >= meta["seconds"]["total"]
     # The terminal shows the dask dashboard, clusters done / total and fusion progress.
     assert "dask dashboard at http" in run.stderr
-    assert f"estimation (clusters): {len(sizes)}/{len(sizes)}" in run.stderr and "fusion" in run.stderr
+    n = len(sizes)  # one member: one run per cluster
+    assert f"estimation: member runs {n}/{n}, clusters: {n}/{n}" in run.stderr and "fusion" in run.stderr
     scored = json.loads(psle("evaluate", str(out), "--truth", str(problem), "--json").stdout)
     assert scored["f1_adjacent"] > 0.8
 

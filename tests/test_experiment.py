@@ -87,7 +87,8 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     assert sorted(p.name for p in folder.iterdir()) == ["seed2.graph.json", "seed2.json"]  # the task checkpoint went
     lines = (run.stdout + run.stderr).splitlines()
     assert any(line.startswith("psle: dask dashboard at http") for line in lines)
-    assert any(line.startswith("psle: estimation (clusters): ") for line in lines)
+    assert any(line.startswith("psle: estimation: member runs ") for line in lines)
+    assert any(line.startswith("psle: ok in ") and str(folder / "seed2.json") in line for line in lines)
     # Importing distributed resets its logger to INFO; scheduler chatter would bury the lines above.
     assert not [line for line in lines if "][distributed." in line and "][INFO]" in line]
 

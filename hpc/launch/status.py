@@ -32,7 +32,7 @@ SLURM_STATES = {"PENDING": "pending", "CONFIGURING": "running", "RUNNING": "runn
 def write_manifest(sweep_dir: str | Path, job_id: str, tasks: list[dict[str, Any]]) -> Path:
     path = Path(sweep_dir) / MANIFEST
     write_text_atomic(path, dumps({"job_id": job_id, "submitted": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                   "tasks": tasks}, indent=1) + "\n")
+                                   "submitted_at": time.time(), "tasks": tasks}, indent=1) + "\n")
     return path
 
 
@@ -77,6 +77,8 @@ def task_states(manifest: dict[str, Any]) -> list[dict[str, Any]]:
             except (OSError, json.JSONDecodeError):
                 outcome = {}
             row["state"] = "timed out (own limit)" if outcome.get("status") == "timed out" else "done"
+            if result.stat().st_mtime < manifest.get("submitted_at", 0):  # there before this sweep: skipped
+                row["state"] = "skipped (" + row["state"] + " before)"
             row["outcome"] = {k: outcome.get(k) for k in ("f1_adjacent", "f1_arrowhead", "shd", "seconds")}
         else:
             row["state"] = SLURM_STATES.get(slurm.get(task["job"], "PENDING"), "unknown")
@@ -92,7 +94,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
 def show(rows: list[dict[str, Any]]) -> str:
     lines = []
     for r in rows:
-        where = r["result"] if r["state"] in ("done", "timed out (own limit)") else r["log"]
+        where = r["result"] if "outcome" in r else r["log"]
         o = r.get("outcome") or {}
         scores = (f"  F1 {o['f1_adjacent']:.3f}/{o['f1_arrowhead']:.3f} SHD {o['shd']} {o['seconds']:.0f} s"
                   if o.get("f1_adjacent") is not None else "")

@@ -127,6 +127,9 @@ def learn_task(cfg: Any) -> dict[str, Any]:
         write_text_atomic(runs_file, dumps({**account, "status": status}, indent=1) + "\n")
         row["runs"] = runs_file.name
     write_text_atomic(out, dumps(row, indent=1) + "\n")
+    scores = (f", F1 {row['f1_adjacent']:.3f} / {row['f1_arrowhead']:.3f}, SHD {row['shd']}"
+              if "f1_adjacent" in row else "")
+    print(f"psle: {status} in {seconds:.1f} s{scores} -> {out}", file=sys.stderr, flush=True)
     if resume is not None:
         resume.unlink(missing_ok=True)  # the result is written: nothing left to resume
     return row

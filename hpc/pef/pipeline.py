@@ -214,7 +214,8 @@ class PEF:
                     else:
                         retry.append((c, k_next))
                         pending[c] += 1
-                show("estimation (clusters)", done, len(clusters))
+                finished = sum(r is not None for rs in runs for r in rs)
+                show(f"estimation: member runs {finished}/{finished + sum(pending)}, clusters", done, len(clusters))
             wave = retry
         expired = deadline is not None and time.time() > deadline  # then one note, not a warning per run
         directed = []
