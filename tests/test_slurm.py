@@ -104,8 +104,9 @@ def test_submit_and_leave_then_status_follows_the_sweep(tmp_path):
     assert "F1 " in watch.stdout and str(tmp_path / "default" / "p-fges" / "asia-40" / "seed1.json") in watch.stdout
     again = experiment(tmp_path, "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1",
                        "executor.workers=1", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
-                       "progress=false")  # blocking: ends with the same summary
-    assert again.returncode == 0 and "psle-experiment: 2 tasks: 2 done" in again.stderr, again.stderr[-3000:]
+                       "progress=false")  # blocking: ends with the same summary, the finished tasks skipped
+    assert again.returncode == 0 and "psle-experiment: 2 tasks: 2 skipped (done before)" in again.stderr, \
+        again.stderr[-3000:]
 
 
 @pytest.mark.parametrize("preempt", [["scontrol", "requeue"], ["scancel", "--signal=USR2"]])
