@@ -57,6 +57,7 @@ SWEEP = ["method=p-fges,p-pc-stable", "dataset.network=asia,child", "dataset.nod
          "hydra.launcher.timeout_min=30", "progress=false"]
 
 
+@pytest.mark.slow
 def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_path):
     from hpc.data.generate import benchmark_problem
     from hpc.graphs.io import read_json
@@ -87,6 +88,7 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     assert len(jobs_since(before)) == 1  # the resubmission is again a single array job
 
 
+@pytest.mark.slow
 def test_submit_and_leave_then_status_follows_the_sweep(tmp_path):
     start = time.monotonic()
     run = experiment(tmp_path, "wait=false", "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1",
@@ -109,6 +111,7 @@ def test_submit_and_leave_then_status_follows_the_sweep(tmp_path):
         again.stderr[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preempt", [["scontrol", "requeue"], ["scancel", "--signal=USR2"]])
 def test_a_sweep_task_preempted_while_running_is_pending_not_a_failure(tmp_path, preempt):
     """SLURM SIGTERMs every process of a requeued task: its dask workers die first. The sweep must
@@ -135,6 +138,7 @@ def test_a_sweep_task_preempted_while_running_is_pending_not_a_failure(tmp_path,
     assert "stopped by SLURM" in logs[0].read_text() or "Restarts=0" not in restarts
 
 
+@pytest.mark.slow
 def test_psle_learn_as_a_slurm_job_resumes_its_checkpoint_after_a_requeue(tmp_path):
     from hpc.pef.pipeline import PEF
 
@@ -215,6 +219,7 @@ def evaluations(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preempt", [["scontrol", "requeue"], ["scancel", "--signal=USR2"]])
 def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, preempt):
     from hpc.autosle.train import TrainConfig
@@ -241,6 +246,7 @@ def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, pre
         assert f["evaluations/runs"][()].max() == 1
 
 
+@pytest.mark.slow
 def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch):
     """executor=slurm_dask: PEF's cluster tasks run in dask workers that are SLURM jobs of their own."""
     monkeypatch.chdir(tmp_path)  # the worker jobs' slurm-*.out logs land in the working directory
@@ -263,6 +269,7 @@ def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch
     assert fitted.graph_ == local.graph_
 
 
+@pytest.mark.slow
 def test_records_run_as_a_slurm_array_and_a_selector_fits_from_its_shards(tmp_path):
     """slurm/templates/psle_records.sbatch: two array tasks, one records file each, one selector from both."""
     portfolio = tmp_path / "pair.yaml"
