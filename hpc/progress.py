@@ -10,9 +10,9 @@ import time
 
 
 class Progress:
-    def __init__(self, enabled: bool = True, stream=sys.stderr, min_interval: float = 0.5, heartbeat: float = 60.0):
+    def __init__(self, enabled: bool = True, stream=None, min_interval: float = 0.5, heartbeat: float = 60.0):
         self.enabled = enabled
-        self.stream = stream
+        self.stream = stream or sys.stderr  # the stderr of the time, which a task may tee into its log
         self.min_interval = min_interval
         self.heartbeat = heartbeat
         self.start = time.perf_counter()

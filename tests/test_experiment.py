@@ -89,6 +89,8 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     assert any(line.startswith("psle: dask dashboard at http") for line in lines)
     assert any(line.startswith("psle: estimation: member runs ") for line in lines)
     assert any(line.startswith("psle: ok in ") and str(folder / "seed2.json") in line for line in lines)
+    log = next(tmp_path.glob("default/.hydra/run/*/experiment.log")).read_text()  # the task's log has them too
+    assert "psle: estimation: member runs" in log and f"-> {folder / 'seed2.json'}" in log
     # Importing distributed resets its logger to INFO; scheduler chatter would bury the lines above.
     assert not [line for line in lines if "][distributed." in line and "][INFO]" in line]
 

@@ -22,6 +22,33 @@ OmegaConf.register_new_resolver("psle.cwd", os.getcwd, replace=True)
 warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema with the same name")
 
 
+class _Tee:
+    """stderr that also appends to the task's log file (Hydra's job log gets only `logging` records)."""
+
+    def __init__(self, stream, log):
+        self._stream, self._log = stream, log
+
+    def write(self, text: str) -> int:
+        self._log.write(text)
+        self._log.flush()
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def log_progress() -> None:
+    """Copy psle's progress and result lines into the task's log (experiment.log) too."""
+    import logging
+
+    files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    if files and not isinstance(sys.stderr, _Tee):
+        sys.stderr = _Tee(sys.stderr, open(files[0].baseFilename, "a"))
+
+
 def quiet_dask() -> None:
     """Importing distributed sets its logger to INFO over Hydra's job_logging, and scheduler and
     worker chatter would drown the progress lines; dask's own setting is read at that import
@@ -38,6 +65,7 @@ def main(cfg: DictConfig) -> dict:
     from hpc.launch.tasks import run_task
 
     quiet_dask()
+    log_progress()
     try:
         check_task(cfg)
         if "SLURM_JOB_ID" not in os.environ:
