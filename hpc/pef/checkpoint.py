@@ -21,6 +21,7 @@ import numpy as np
 from hpc.atomic import atomic_path
 from hpc.autosle.checkpoint import canonical
 from hpc.errors import PsleError
+from hpc.h5read import read_h5
 from hpc.learners.ensemble import MemberRun
 
 FORMAT = "psle-learn-checkpoint"
@@ -53,18 +54,7 @@ class RunCheckpoint:
             self._load()
 
     def _load(self) -> None:
-        try:
-            f = h5py.File(self.path, "r")
-        except OSError:
-            raise PsleError(f"{self.path}: not an HDF5 file; refusing to use or overwrite it") from None
-        try:
-            with f:
-                self._read(f)
-        except PsleError:
-            raise
-        except Exception as exc:  # h5py reports damage as OSError, KeyError, ValueError, ... by where it broke
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise PsleError(f"{self.path}: damaged checkpoint ({first}); refusing to use or overwrite it") from None
+        read_h5(self.path, self._read, "checkpoint")
 
     def _read(self, f: h5py.File) -> None:
         if f.attrs.get("format") != FORMAT:
