@@ -156,9 +156,14 @@ def test_ctrl_c_stops_the_workers_in_one_line(tmp_path):
     assert psle("generate", "--network", "alarm", "--nodes", "600", "-o", "a.h5", cwd=tmp_path).returncode == 0
     proc = subprocess.Popen([PSLE, "learn", "a.h5", "--workers", "2", "-o", "g.json"], cwd=tmp_path,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(8)  # workers up, members running
+    seen = []
+    while not any(ln.startswith("psle: partition:") for ln in seen):  # workers up, members about to run
+        line = proc.stderr.readline()
+        assert line, "".join(seen)
+        seen.append(line)
+    time.sleep(2)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole process group
-    err = proc.communicate(timeout=120)[1]
+    err = "".join(seen) + proc.communicate(timeout=120)[1]
     assert proc.returncode == 130
     lines = [ln for ln in err.splitlines() if not ln.startswith("psle: estimation")]
     assert lines[-1] == "psle: interrupted; nothing more written" and "Traceback" not in err, err
