@@ -28,6 +28,7 @@ from hpc.atomic import atomic_path
 from hpc.autosle.checkpoint import canonical, fingerprint
 from hpc.data.generate import FAMILIES
 from hpc.errors import PsleError
+from hpc.h5read import read_h5
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
@@ -225,27 +226,21 @@ def read_records(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise PsleError(f"{path}: no such file")
-    try:
-        with h5py.File(path, "r") as f:
-            if f.attrs.get("format") != FORMAT:
-                raise PsleError(f"{path}: not a psle records file (no '{FORMAT}' marker); refusing to use or "
-                                "overwrite it")
-            if int(f.attrs.get("version", -1)) != VERSION:
-                raise PsleError(f"{path}: records format version {f.attrs.get('version')} is not {VERSION}")
-            g = f["records"]
-            arrays = {name: g[name][()] for name in ("key", "status", "features", *COLUMNS)}
-            for name in ("key", "status"):
-                arrays[name] = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arrays[name]],
-                                        dtype=object)
-            settings = json.loads(f.attrs["settings"])
-            done = json.loads(f.attrs["done_problems"])
-            names = json.loads(f.attrs["features"])
-            stored_hash, stamp = f.attrs["sha256"], f.attrs["fingerprint"]
-    except PsleError:
-        raise
-    except (OSError, KeyError, ValueError, TypeError) as exc:
-        raise PsleError(f"{path}: damaged or incomplete records file ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+    def read(f: h5py.File) -> tuple:
+        if f.attrs.get("format") != FORMAT:
+            raise PsleError(f"{path}: not a psle records file (no '{FORMAT}' marker); refusing to use or "
+                            "overwrite it")
+        if int(f.attrs.get("version", -1)) != VERSION:
+            raise PsleError(f"{path}: records format version {f.attrs.get('version')} is not {VERSION}")
+        g = f["records"]
+        arrays = {name: g[name][()] for name in ("key", "status", "features", *COLUMNS)}
+        for name in ("key", "status"):
+            arrays[name] = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in arrays[name]],
+                                    dtype=object)
+        return (arrays, json.loads(f.attrs["settings"]), json.loads(f.attrs["done_problems"]),
+                json.loads(f.attrs["features"]), f.attrs["sha256"], f.attrs["fingerprint"])
+
+    arrays, settings, done, names, stored_hash, stamp = read_h5(path, read, "records file")
     if content_hash(arrays, done) != stored_hash or fingerprint(settings) != stamp:
         raise PsleError(f"{path}: records file is damaged (checksum mismatch); refusing to use or overwrite it")
     if names != list(FEATURES):
