@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hpc.data.generate import FAMILIES, GRAPH_MODELS
@@ -361,24 +361,20 @@ def _whole(least: int):
     return parse
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+def _real(accepts: Callable[[float], bool], what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")  # refused below: NaN passes no test
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+    return parse
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
-    return value
+_positive = _real(lambda v: 0 < v < float("inf"), "a positive number")
+_probability = _real(lambda v: 0 <= v <= 1, "a number in [0, 1]")
 
 
 def _slurm_options(parser: argparse.ArgumentParser, what: str, minutes: int) -> None:
