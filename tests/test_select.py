@@ -143,6 +143,26 @@ def test_selector_file_round_trips_to_the_same_predictions(tmp_path):
     assert loaded.portfolio == PAIR and loaded.target == "truth"
 
 
+def test_a_timed_out_run_is_unknown_not_zero_and_its_member_learns_from_other_clusters(tmp_path):
+    e = Example("p", "hub", np.zeros(len(FEATURES)), 50, np.array([False, True]), np.array([-np.inf, -5.0]),
+                np.array([0.0, 1.1]), np.array([60.0, 2.0]), np.array([True, False]))
+    assert np.isnan(scores(e, "truth")[0]) and scores(e, "truth")[1] == 1.1
+    # Member 0 timed out where feature 0 is large; where it finished it scored 1.8 against member 1's 1.0.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((30, 1)) + 0.01 * rng.standard_normal((30, len(FEATURES)))  # every feature the same
+    y = np.where(x[:, :1] > 0.5, [np.nan, 1.0], [1.8, 1.0])
+    sel = Selector("truth", "pair", PAIR, x, y, np.ones(30))
+    big = np.full(len(FEATURES), 2.0)
+    assert sel.rank(big)[0] == pytest.approx(1.8)  # censored, not learnt as 0: member 0 is still first
+    zero = Selector("truth", "pair", PAIR, x, np.nan_to_num(y), np.ones(30))
+    assert zero.choose(big)[0] == [1]  # what counting the timeout as 0 would have taught
+    sel.save(tmp_path / "s.json")
+    assert "null" in (tmp_path / "s.json").read_text()
+    assert np.array_equal(load_selector(tmp_path / "s.json").rank(big), sel.rank(big))
+    with pytest.raises(PsleError, match="at least one training cluster where it finished"):
+        Selector("truth", "pair", PAIR, x, np.column_stack([np.full(30, np.nan), y[:, 1]]), np.ones(30))
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda d: d["training"]["y"][0].reverse(), "checksum"),
     (lambda d: d.update(format="something-else"), "not a selector file"),

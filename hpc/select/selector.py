@@ -11,6 +11,11 @@ best-scored one, and the evaluation in hpc.select.evaluate scores that same poli
 file is JSON holding the portfolio, the training examples and the model's settings, with a
 checksum; loading re-fits the forest from them (deterministic, under a second). Nothing is unpickled, so a file from anywhere is safe to
 load, and a file stays usable across scikit-learn versions.
+
+A run that hit the records' time limit is censored, not scored 0: at use time there is usually no
+such limit and the member would have finished, so its Q is unknown (null in the file) and that
+member's model learns from the other clusters. Scoring it 0 taught the first selector to run
+PC-Stable on every big hub-heavy cluster, where the fGES that timed out in the records is better.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from hpc.jsontext import dumps
 from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
-VERSION = 1
+VERSION = 2
 TARGETS = ("bic", "truth")
 FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
 
@@ -52,6 +57,7 @@ class Example:
     bic: np.ndarray
     quality: np.ndarray
     seconds: np.ndarray
+    timed_out: np.ndarray | None = None  # None: no run timed out
 
 
 def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[Example]:
@@ -72,7 +78,7 @@ def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[E
             int(rs[0]["size"]), ok,
             np.array([r["bic"] if o else -np.inf for r, o in zip(rs, ok)]),
             np.array([r["f1_adjacent"] + r["f1_arrowhead"] if o else 0.0 for r, o in zip(rs, ok)]),
-            np.array([r["seconds"] for r in rs])))
+            np.array([r["seconds"] for r in rs]), np.array([r["status"] == "timed out" for r in rs])))
     return out
 
 
@@ -88,9 +94,11 @@ def label(example: Example, target: str) -> int:
 
 def scores(example: Example, target: str) -> np.ndarray:
     """What the model learns per member: `truth`, each member's Q (0 where it failed, as a run that
-    gave nothing); `bic`, a one-hot row marking the BIC winner (BIC values do not compare across clusters)."""
+    gave nothing; NaN, unknown, where it timed out); `bic`, a one-hot row marking the BIC winner (BIC
+    values do not compare across clusters)."""
     if target == "truth":
-        return np.where(example.ok, example.quality, 0.0)
+        q = np.where(example.ok, example.quality, 0.0)
+        return q if example.timed_out is None else np.where(example.timed_out, np.nan, q)
     row = np.zeros(len(example.quality))
     row[label(example, "bic")] = 1.0
     return row
@@ -99,9 +107,10 @@ def scores(example: Example, target: str) -> np.ndarray:
 class Selector:
     """A fitted selector over `portfolio` (member specs): `rank(features)` scores every member.
 
-    `truth`: a random forest regressor predicts each member's Q from the features (learning from
-    every member's outcome, not only the winner's, matters with a few hundred clusters; measured
-    better than a classifier of the winner on held-out families). `bic`: a random forest classifier
+    `truth`: one random forest regressor per member predicts its Q from the features, fit on the
+    clusters where that Q is known (learning from every member's outcome, not only the winner's,
+    matters with a few hundred clusters; measured better than a classifier of the winner on held-out
+    families). `bic`: a random forest classifier
     predicts the BIC winner; scores are its probabilities. Training rows are weighted by cluster
     size, as the size-weighted Q counts them.
     """
@@ -122,7 +131,12 @@ class Selector:
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
         if target == "truth":
-            self.model_ = RandomForestRegressor(**FOREST).fit(self.x, self.y, sample_weight=self.w)
+            known = np.isfinite(self.y)
+            if not known.any(axis=0).all():
+                raise PsleError("every portfolio member needs at least one training cluster where it finished")
+            self.models_ = [RandomForestRegressor(**FOREST).fit(self.x[known[:, k]], self.y[known[:, k], k],
+                                                                sample_weight=self.w[known[:, k]])
+                            for k in range(len(portfolio))]
         else:
             self.model_ = RandomForestClassifier(**FOREST).fit(self.x, self.y.argmax(axis=1), sample_weight=self.w)
 
@@ -140,7 +154,7 @@ class Selector:
         """A score per portfolio member: predicted Q (`truth`) or probability of winning the BIC (`bic`)."""
         row = np.asarray(features, dtype=np.float64).reshape(1, -1)
         if self.target == "truth":
-            return self.model_.predict(row)[0]
+            return np.array([m.predict(row)[0] for m in self.models_])
         out = np.zeros(len(self.portfolio))
         out[self.model_.classes_] = self.model_.predict_proba(row)[0]
         return out
@@ -151,6 +165,10 @@ class Selector:
         order = sorted(range(len(score)), key=lambda k: (-score[k], k))
         return order[:top_k], score
 
+    @property
+    def model_kind(self) -> str:
+        return "RandomForestRegressor (one per member)" if self.target == "truth" else "RandomForestClassifier"
+
     def describe(self) -> dict[str, Any]:
         """What a graph's meta records of the selector that chose its members."""
         return {"target": self.target, "portfolio": self.portfolio_name, "clusters": len(self.y),
@@ -160,9 +178,10 @@ class Selector:
         body = {"format": FORMAT, "version": VERSION, "target": self.target,
                 "portfolio": {"name": self.portfolio_name, "members": self.portfolio},
                 "features": list(FEATURES), "feature_version": FEATURE_VERSION,
-                "model": {"kind": "sklearn.ensemble." + type(self.model_).__name__, "params": FOREST},
+                "model": {"kind": "sklearn.ensemble." + self.model_kind, "params": FOREST},
                 "provenance": self.provenance,
-                "training": {"x": self.x.tolist(), "y": self.y.tolist(), "w": self.w.tolist()}}
+                "training": {"x": self.x.tolist(), "w": self.w.tolist(),
+                             "y": [[v if np.isfinite(v) else None for v in row] for row in self.y.tolist()]}}
         return {**body, "sha256": _digest(body)}
 
     def save(self, path: str | os.PathLike) -> None:
@@ -216,8 +235,8 @@ def _load(path: str, mtime_ns: int, size: int) -> Selector:
         training = doc["training"]
         x = np.asarray(training["x"], dtype=np.float64).reshape(-1, len(FEATURES))
         y, w = np.asarray(training["y"], dtype=np.float64), np.asarray(training["w"], dtype=np.float64)
-        if not (len(x) == len(y) == len(w)) or not np.isfinite(x).all() or not np.isfinite(y).all() \
-                or not (w > 0).all():
+        if not (len(x) == len(y) == len(w)) or not np.isfinite(x).all() or np.isinf(y).any() \
+                or not (w > 0).all() or (doc.get("target") != "truth" and np.isnan(y).any()):
             raise ValueError("training arrays disagree in length or hold non-finite values")
     except (KeyError, TypeError, ValueError) as exc:
         raise PsleError(f"{path}: selector file is malformed ({exc})") from None
