@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
                        help="PEF settings: large_fraction, min_large, context (outside variables each cluster's "
-                            "search sees, per cluster variable; default 0), alpha1, alpha2, prescreen_alpha, penalty")
+                            "search sees, per cluster variable; default 0), max_size (split clusters above it; default 0, no cap), "
+                            "alpha1, alpha2, prescreen_alpha, penalty")
     learn.add_argument("--time-limit", type=_positive, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
     learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",

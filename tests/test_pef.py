@@ -80,6 +80,23 @@ def test_two_well_separated_blocks_are_found():
     assert found == [list(range(30)), list(range(30, 60))]
 
 
+def test_a_size_cap_splits_big_clusters_along_their_own_tree_and_keeps_every_variable():
+    rng = np.random.default_rng(0)
+    _, x = two_blocks(rng, size=40, second=20)  # blocks of 40 and 20 chain-like variables
+    plain = partition(x, PartitionConfig(large_fraction=0.3))
+    assert sorted(len(c) for c in plain) == [20, 40]
+    capped = partition(x, PartitionConfig(large_fraction=0.3, max_size=25))
+    sizes = sorted(len(c) for c in capped)
+    assert max(sizes) <= 25 and min(sizes) >= 25 // 4 and sum(sizes) == 60 and len(sizes) >= 3
+    assert sorted(np.concatenate(capped).tolist()) == list(range(60))
+    block = {i: i >= 40 for i in range(60)}
+    assert all(len({block[i] for i in c}) == 1 for c in capped)  # pieces never mix the two blocks
+    assert [c.tolist() for c in partition(x, PartitionConfig(large_fraction=0.3, max_size=40))] == \
+        [c.tolist() for c in plain]  # nothing above the cap: the paper's partition unchanged
+    with pytest.raises(PsleError, match="max_size=3"):
+        PartitionConfig(max_size=3).validate()
+
+
 class RecordingExecutor(SerialExecutor):
     """Runs serially, remembers the order tasks were handed over, and offers 3 threads per task."""
 

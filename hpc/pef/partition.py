@@ -26,12 +26,19 @@ class PartitionConfig:
     # ones most correlated with it), so parents in other clusters do not show up as extra edges
     # inside; only edges among the cluster's own variables are kept. 0 = the paper's PEF.
     context: float = 0.0
+    # Size cap: a cluster above this many variables is split along its own average-linkage tree, since a
+    # member's time grows about as size^2 (BENCHMARKS.md) and one 3,000-variable cluster can outlast all
+    # the others. 0 = no cap, the paper's rule.
+    max_size: int = 0
 
     def validate(self) -> None:
         check_number("large_fraction", self.large_fraction, 0.0, 1.0, open_lo=True)
         check_number("context", self.context, 0.0, 4.0)
         check_number("min_large", self.min_large, 1, integer=True)
         check_number("block", self.block, 1, integer=True)
+        check_number("max_size", self.max_size, 0, integer=True)
+        if 0 < self.max_size < 2 * self.min_large:
+            raise PsleError(f"max_size={self.max_size}: must be 0 (no cap) or at least 2 * min_large = {2 * self.min_large}")
 
 
 def standardize(x: np.ndarray, dtype: type = np.float32) -> np.ndarray:
@@ -185,8 +192,9 @@ def cluster_distances(x: np.ndarray, labels: np.ndarray, block: int = 2048) -> n
     return 1.0 - total / np.outer(sizes, sizes)
 
 
-def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int) -> np.ndarray:
-    """Merge the closest pair with at least one small (< m) cluster until none is small.
+def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int, cap: int = 0) -> np.ndarray:
+    """Merge the closest pair with at least one small (< m) cluster until none is small; with `cap`,
+    prefer pairs whose union stays within it (a small cluster with no such partner still merges).
 
     Returns, for each input cluster, the index of the cluster it ends in (0..k'-1).
     """
@@ -201,6 +209,10 @@ def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int) -> np.ndarray:
         if not small.any() or alive.sum() == 1:
             break
         masked = np.where(small[:, None] & alive[None, :], dist, np.inf)
+        if cap:
+            fits = np.where(sizes[:, None] + sizes[None, :] <= cap, masked, np.inf)
+            if np.isfinite(fits).any():
+                masked = fits
         a, b = np.unravel_index(int(np.argmin(masked)), masked.shape)
         a, b = min(a, b), max(a, b)
         na, nb = sizes[a], sizes[b]
@@ -233,4 +245,35 @@ def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig()) -> lis
     if (sizes < m).any():
         final = merge_small(cluster_distances(x, labels, config.block), sizes, m)
         labels = final[labels]
-    return [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+    clusters = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+    if config.max_size:
+        clusters = [piece for idx in clusters for piece in split_large(x, idx, config.max_size, config)]
+    return clusters
+
+
+def split_large(x: np.ndarray, idx: np.ndarray, cap: int, config: PartitionConfig) -> list[np.ndarray]:
+    """`idx` as pieces of at most about `cap` variables: cut the cluster's own average-linkage tree at the
+    fewest clusters whose largest fits the cap, then merge pieces under a quarter of the cap into their
+    nearest neighbour while the union fits (so no piece is a handful of stragglers)."""
+    n = len(idx)
+    if n <= cap:
+        return [idx]
+    sub = x[:, idx]
+    z = average_linkage(distance_matrix(sub, config.block))
+    largest = _largest_after_merges(z, n)  # largest[t] = biggest cluster after t merges
+    k = n - int(np.flatnonzero(largest <= cap).max())
+    labels = cut(z, n, k)
+    sizes = np.bincount(labels)
+    m = max(cap // 4, config.min_large)
+    if (sizes < m).any():
+        labels = merge_small(cluster_distances(sub, labels, config.block), sizes, m, cap)[labels]
+    return [idx[labels == c] for c in range(int(labels.max()) + 1)]
+
+
+def _largest_after_merges(z: np.ndarray, p: int) -> np.ndarray:
+    size = np.ones(2 * p - 1, dtype=np.int64)
+    out = np.ones(p, dtype=np.int64)
+    for t in range(p - 1):
+        size[p + t] = size[int(z[t, 0])] + size[int(z[t, 1])]
+        out[t + 1] = max(out[t], size[p + t])
+    return out
