@@ -243,17 +243,14 @@ def _records(args: argparse.Namespace) -> None:
 
 
 def _selection_examples(paths: list[str], portfolio: str | tuple[str, list] | None, exclude: list[str]):
-    """Examples from records files that share one portfolio, restricted to `portfolio`'s members
-    (a conf/sle name or .yaml, a (name, members) pair, or None for every member the records ran)."""
+    """Examples from records files joined per cluster (shards of one portfolio, or other members run on
+    the same problems), restricted to `portfolio`'s members (a conf/sle name or .yaml, a (name, members)
+    pair, or None for every member the records ran)."""
     from hpc.learners.ensemble import load_sle
-    from hpc.select.records import read_records
+    from hpc.select.records import join_records, read_records
     from hpc.select.selector import examples_from_rows
 
-    docs = [read_records(p) for p in paths]
-    recorded = docs[0]["settings"]["portfolio"]
-    for path, doc in zip(paths[1:], docs[1:]):
-        if doc["settings"]["portfolio"] != recorded:
-            raise PsleError(f"{path}: records of another portfolio than {paths[0]}'s")
+    recorded, rows = join_records([(p, read_records(p)) for p in paths])
     if isinstance(portfolio, tuple):
         name, members = portfolio
     else:
@@ -262,7 +259,7 @@ def _selection_examples(paths: list[str], portfolio: str | tuple[str, list] | No
     if missing:
         raise PsleError(f"portfolio {name}: member {missing[0]} was not run in the records")
     index = [recorded.index(m) for m in members]
-    examples = [e for doc in docs for e in examples_from_rows(doc["rows"], index) if e.family not in exclude]
+    examples = [e for e in examples_from_rows(rows, index) if e.family not in exclude]
     if not examples:
         raise PsleError(f"no cluster in {', '.join(paths)} has a record for every member of {name}")
     return name, members, examples

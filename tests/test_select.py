@@ -248,6 +248,27 @@ def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
     assert not (tmp_path / "h.json").exists()
 
 
+def test_records_of_other_members_on_the_same_problems_join_per_cluster(small_records, tmp_path):
+    from hpc.cli import _selection_examples
+    from hpc.select.records import join_records
+
+    path, config, store = small_records
+    extra = [{"method": "pc-stable", "alpha": 0.01, "depth": 1000, "engine": "numpy"}, PAIR[1]]
+    other = tmp_path / "other.h5"
+    build_records(config, extra, other, SerialExecutor())
+    members, rows = join_records([(str(path), read_records(path)), (str(other), read_records(other))])
+    assert members == [*PAIR, extra[0]]  # PAIR[1] ran in both: recorded once, the first file's run kept
+    assert len(rows) == len(store.rows) // 2 * 3
+    name, chosen, examples = _selection_examples([str(path), str(other)], None, [])
+    assert chosen == members and all(len(e.quality) == 3 for e in examples)
+    first = {r["key"]: r for r in read_records(path)["rows"]}
+    assert all(first[r["key"]]["seconds"] == r["seconds"] for r in rows if r["key"] in first)
+    doc = read_records(other)
+    doc["rows"][0]["features"] = doc["rows"][0]["features"] + 1.0  # the same cluster name, other data
+    with pytest.raises(PsleError, match="other data"):
+        join_records([(str(path), read_records(path)), ("other.h5", doc)])
+
+
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
     import hpc.pef.pipeline as pipeline
     from hpc.learners.ensemble import MemberRun, run_member

@@ -251,6 +251,30 @@ def read_records(path: str | os.PathLike) -> dict[str, Any]:
     return {"settings": settings, "fingerprint": stamp, "rows": rows, "done_problems": done}
 
 
+def join_records(docs: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Records of several files as one: the union of their portfolios (in order of first appearance) and
+    every row keyed by its member's index in it. Files may be shards of one portfolio or other members
+    run on the same problems; a (cluster, member) recorded twice keeps the first, and a cluster whose
+    features differ between files (other problems behind the same name) is refused."""
+    members: list[dict[str, Any]] = []
+    rows: dict[str, dict[str, Any]] = {}
+    features: dict[str, tuple[str, np.ndarray]] = {}
+    for path, doc in docs:
+        local = []
+        for spec in doc["settings"]["portfolio"]:
+            if spec not in members:
+                members.append(spec)
+            local.append(members.index(spec))
+        for r in doc["rows"]:
+            cluster, _, m = r["key"].rpartition("#")
+            seen = features.setdefault(cluster, (path, r["features"]))
+            if not np.allclose(seen[1], r["features"], rtol=1e-6, atol=1e-9, equal_nan=True):
+                raise PsleError(f"{path}: cluster {cluster} has other data than in {seen[0]} "
+                                "(records made with other problem settings cannot be joined)")
+            rows.setdefault(f"{cluster}#{local[int(m)]}", {**r, "key": f"{cluster}#{local[int(m)]}"})
+    return members, list(rows.values())
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     k, sep, n = text.partition("/")
     if not (sep and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
