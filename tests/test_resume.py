@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -16,12 +17,13 @@ pytestmark = pytest.mark.e2e
 PSLE = str(Path(sys.executable).parent / "psle")
 
 
-def finished_runs(path: Path) -> int:
+def checkpoint_counts(path: Path) -> tuple[int, int]:
+    """(member runs the checkpoint holds, member runs it was ever handed); (0, 0) before it exists."""
     try:
         with h5py.File(path, "r") as f:
-            return len(json.loads(f["runs"][()].decode()))
+            return len(json.loads(f["runs"][()].decode())), int(f.attrs["recorded"])
     except (OSError, KeyError):
-        return 0
+        return 0, 0
 
 
 @pytest.fixture(scope="module")
@@ -39,25 +41,38 @@ def learn(problem: Path, out: Path, *extra: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_to_the_uninterrupted_graph(problem, tmp_path):
+def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rerunning_a_finished_run(problem,
+                                                                                                      tmp_path):
     reference = learn(problem, tmp_path / "ref.json")
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
+    total = sum(len(c["runs"]) for c in json.loads((tmp_path / "ref.json").read_text())["meta"]["clusters"])
     ckpt = tmp_path / "run.h5"
-    killed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
-    end = time.monotonic() + 300
-    while finished_runs(ckpt) < 3:
-        assert killed.poll() is None and time.monotonic() < end, "finished before it could be killed"
-        time.sleep(0.2)
-    os.killpg(killed.pid, signal.SIGKILL)  # the driver, its dask workers and their JVMs, mid-run
-    killed.wait()
-    done = finished_runs(ckpt)
+    rng = random.Random(os.getpid())  # other moments on every run of the suite
+    # Three kills, each after a random number of newly finished runs (0: while partitioning or just after).
+    moments = [rng.randint(0, max(0, (total - 2) // 3)) for _ in range(3)]
+    for wait_for in moments:
+        before = checkpoint_counts(ckpt)[0]
+        killed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
+        end = time.monotonic() + 300
+        while checkpoint_counts(ckpt)[0] < before + wait_for:
+            assert killed.poll() is None and time.monotonic() < end, "finished before it could be killed"
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0, 1.5))  # and somewhere inside the next run
+        os.killpg(killed.pid, signal.SIGKILL)  # the driver, its dask workers and their JVMs, mid-run
+        killed.wait()
+        assert not (tmp_path / "g.json").exists()
+    held, _ = checkpoint_counts(ckpt)
     resumed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
     err = resumed.communicate(timeout=600)[1]
     assert resumed.returncode == 0, err
-    assert f"resuming from {ckpt}: {done} member runs already finished" in err
+    if held:
+        assert f"resuming from {ckpt}: {held} member runs already finished" in err
     ours, ref = (json.loads((tmp_path / name).read_text()) for name in ("g.json", "ref.json"))
     assert sorted(ours["edges"]) == sorted(ref["edges"])
-    assert ours["meta"]["clusters"][0]["runs"][0]["member"] == ref["meta"]["clusters"][0]["runs"][0]["member"]
+    assert [c["winner"] for c in ours["meta"]["clusters"]] == [c["winner"] for c in ref["meta"]["clusters"]]
+    assert ours["meta"]["resumed_runs"] == held
+    # Every finished run was recorded once over the four processes: none was computed twice.
+    assert checkpoint_counts(ckpt) == (total, total)
 
 
 @pytest.mark.slow

@@ -5,6 +5,8 @@ hours continues where it stopped and never recomputes a finished member run.
 The file names the data (sha256 of the matrix and variable names) and the settings that decide
 its content (members, per-run time limit, partition, selection); a checkpoint of other data or
 settings, a foreign file or a damaged one (content sha256) is refused in one line and left alone.
+It also counts every member run it was ever handed (`recorded`): equal to the number of runs it
+holds unless a finished run was computed again, which is what resuming must never do.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from hpc.h5read import read_h5
 from hpc.learners.ensemble import MemberRun
 
 FORMAT = "psle-learn-checkpoint"
-VERSION = 1
+VERSION = 2  # 2 adds the count of recorded runs; version 1 files still load
 
 
 def data_hash(x: np.ndarray, variables: tuple[str, ...]) -> str:
@@ -34,9 +36,11 @@ def data_hash(x: np.ndarray, variables: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def _content_hash(settings: str, runs: str, *arrays: np.ndarray) -> str:
+def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int | None = None) -> str:
     h = hashlib.sha256(settings.encode())
     h.update(runs.encode())
+    if recorded is not None:
+        h.update(f"recorded={recorded}".encode())
     for a in arrays:
         h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
     return h.hexdigest()
@@ -50,6 +54,7 @@ class RunCheckpoint:
         self.settings = settings
         self.clusters: list[np.ndarray] | None = None
         self.runs: dict[tuple[int, int], MemberRun] = {}
+        self.recorded = 0
         if self.path.exists():
             self._load()
 
@@ -59,7 +64,8 @@ class RunCheckpoint:
     def _read(self, f: h5py.File) -> None:
         if f.attrs.get("format") != FORMAT:
             raise PsleError(f"{self.path}: not a psle learn checkpoint; refusing to use or overwrite it")
-        if int(f.attrs.get("version", -1)) != VERSION:
+        version = int(f.attrs.get("version", -1))
+        if version not in (1, VERSION):
             raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
         saved = json.loads(f.attrs["settings"])
         if saved != json.loads(canonical(self.settings)):
@@ -68,7 +74,9 @@ class RunCheckpoint:
                             f"(differ in: {', '.join(differ)}); use another --checkpoint or the same command")
         runs_text = f["runs"][()].decode()
         members, sizes, edges = f["cluster_members"][()], f["cluster_sizes"][()], f["edges"][()]
-        if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges):
+        recorded = int(f.attrs["recorded"]) if version >= 2 else None
+        if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges,
+                                                  recorded=recorded):
             raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing to "
                             "use or overwrite it")
         if len(sizes):  # the clusters in their own order: member runs index variables within them
@@ -80,6 +88,7 @@ class RunCheckpoint:
             c, k = row.pop("cluster"), row.pop("member")
             self.runs[c, k] = MemberRun(row["spec"], row["status"], directed, undirected, row["bic"], row["seconds"],
                                         row.get("error"))
+        self.recorded = len(self.runs) if recorded is None else recorded
 
     def set_clusters(self, clusters: list[np.ndarray]) -> None:
         self.clusters = clusters
@@ -87,6 +96,7 @@ class RunCheckpoint:
 
     def put(self, cluster: int, member: int, run: MemberRun) -> None:
         self.runs[cluster, member] = run
+        self.recorded += 1
         self.save()
 
     def save(self) -> None:
@@ -113,4 +123,5 @@ class RunCheckpoint:
                 f.create_dataset("cluster_members", data=members)
                 f.create_dataset("cluster_sizes", data=sizes)
                 f.create_dataset("edges", data=edges)
-                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges)
+                f.attrs["recorded"] = self.recorded
+                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges, recorded=self.recorded)

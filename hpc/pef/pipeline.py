@@ -163,8 +163,9 @@ class PEF:
                 memory.set_clusters(clusters)
         seconds["partition"] = time.perf_counter() - start
         show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
-        if memory is not None and memory.runs:
-            show.note(f"resuming from {self.checkpoint}: {len(memory.runs)} member runs already finished")
+        self.resumed_runs_ = 0 if memory is None else len(memory.runs)
+        if self.resumed_runs_:
+            show.note(f"resuming from {self.checkpoint}: {self.resumed_runs_} member runs already finished")
 
         start = time.perf_counter()
         plans: list[tuple[list[int], dict[str, Any] | None]] = [([], None)] * len(clusters)
@@ -274,5 +275,6 @@ class PEF:
                          for idx, w, runs, sel in zip(self.clusters_, self.winners_, self.cluster_runs_,
                                                       self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
+            "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},
         }
