@@ -88,18 +88,29 @@ def _method_spec(args: argparse.Namespace):
     params = _parse_params(args.param)
     if params and args.method in ("sle", "p-sle"):
         raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
-    if args.selection != "all" and args.method != "p-sle":
+    if args.selection is not None and args.selection != "all" and args.method != "p-sle":
         raise PsleError(f"--selection {args.selection} applies to p-sle only, not {args.method}")
+    selection = args.selection or default_selection(args.method, args.sle, args.selector)
     pef = args.method.startswith("p-")
     options = {"pef_options": _parse_params(args.pef)} if args.pef else {}
     if args.method in ("sle", "p-sle"):
-        predicted = args.selection == "predicted"
+        predicted = selection == "predicted"
         return MethodSpec(args.method, pef, sle=args.sle or (None if predicted else "learned"),
-                          selection=args.selection, selector=args.selector if predicted else None, top_k=args.top_k,
-                          **options)
+                          selection=selection, selector=(args.selector or "truth") if predicted else None,
+                          top_k=args.top_k, **options)
     base = args.method[2:] if pef else args.method
     assert base in MEMBERS  # argparse's choices come from the registry
     return MethodSpec(args.method, pef, members=({"method": base, **params},), **options)
+
+
+def default_selection(method: str, sle: str | None, selector: str | None) -> str:
+    """`psle learn`'s selection when --selection is not given: p-sle runs the shipped truth selector's
+    choice (more accurate than the paper's rule on every held-out family measured, at a fraction of the
+    member runs; BENCHMARKS.md), except for an ensemble of the user's own (--sle) with no selector for it,
+    where the paper's rule is the only one that applies."""
+    if method != "p-sle" or (sle is not None and selector is None):
+        return "all"
+    return "predicted"
 
 
 def _label(spec, learner) -> str:
@@ -415,12 +426,14 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--method", default="p-sle", choices=_methods(),
                        help="p-sle (default): PEF with an ensemble; sle: the ensemble on the whole problem; "
                             "p-<learner>: PEF with one learner; <learner>: one learner on the whole problem")
-    learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned (default), default, random, "
-                                                   "portfolio or a .yaml; with --selection predicted, the selector's")
-    learn.add_argument("--selection", default="all", choices=["all", "predicted"],
-                       help="p-sle: run all members on every cluster and keep the best BIC (all, the paper), or only "
-                            "the member(s) a selector predicts from the cluster's features (predicted)")
-    learn.add_argument("--selector", default="truth", metavar="NAME|PATH",
+    learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned, default, random, portfolio or "
+                                                   "a .yaml (with --selection all: default learned; with predicted: "
+                                                   "the selector's portfolio)")
+    learn.add_argument("--selection", default=None, choices=["all", "predicted"],
+                       help="p-sle: only the member(s) a selector predicts from each cluster's features (predicted, "
+                            "the default) or all members on every cluster, keeping the best BIC (all, the paper; the "
+                            "default for --method sle and for an --sle ensemble without --selector)")
+    learn.add_argument("--selector", default=None, metavar="NAME|PATH",
                        help="with --selection predicted: truth (best F1 on held-out families; default), bic (the "
                             "paper's BIC winner, fewer runs) or a selector .json from `psle selector fit`")
     learn.add_argument("--top-k", type=_whole(1), default=1, metavar="K",

@@ -269,6 +269,24 @@ def test_records_of_other_members_on_the_same_problems_join_per_cluster(small_re
         join_records([(str(path), read_records(path)), ("other.h5", doc)])
 
 
+def test_psle_learn_selects_per_cluster_by_default_but_runs_all_of_a_users_own_ensemble():
+    from hpc.cli import build_parser, _method_spec
+
+    def spec(*argv):
+        return _method_spec(build_parser().parse_args(["learn", "d.csv", "-o", "g.json", *argv]))
+
+    default = spec()
+    assert (default.selection, default.selector, default.sle) == ("predicted", "truth", None)
+    own = spec("--sle", "mine.yaml")
+    assert (own.selection, own.selector, own.sle) == ("all", None, "mine.yaml")
+    assert spec("--sle", "mine.yaml", "--selector", "s.json").selection == "predicted"
+    paper = spec("--selection", "all")
+    assert (paper.selection, paper.sle) == ("all", "learned")
+    assert spec("--method", "p-fges").selection == "all" and spec("--method", "sle").selection == "all"
+    with pytest.raises(PsleError, match="applies to p-sle only"):
+        spec("--method", "p-fges", "--selection", "predicted")
+
+
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
     import hpc.pef.pipeline as pipeline
     from hpc.learners.ensemble import MemberRun, run_member
