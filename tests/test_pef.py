@@ -175,6 +175,10 @@ def test_screen_block_equals_pair_by_pair_tests():
                 expected[(i, j)] = pv
     assert {tuple(p) for p in pairs.tolist()} == set(expected)
     assert np.allclose(pvals, [expected[tuple(p)] for p in pairs.tolist()])
+    # Batches bounded by matrix entries (one pair per batch here) give the same answer.
+    small = screen_block(z, rows, cols, parents, 300, FusionConfig(alpha1=0.01, chunk_entries=1))
+    assert {tuple(p) for p in small[0].tolist()} == set(expected) and small[2] == 144
+    assert np.allclose(sorted(small[1]), sorted(pvals))
 
 
 def test_fusion_adds_the_cross_edge_that_exists_and_no_other():

@@ -25,7 +25,8 @@ class FusionConfig:
     alpha2: float | None = None  # F2 level; None = 1 / p^2
     prescreen_alpha: float | None = None  # marginal test before F1; None = F1 tests every cross pair
     penalty: float | None = None  # F3 threshold; None = 2 ln p (RIC), or ln n when p <= sqrt(n)
-    chunk: int = 100_000  # pairs per batched inverse
+    chunk: int = 100_000  # pairs per batched inverse, at most ...
+    chunk_entries: int = 4_000_000  # ... this many matrix entries per batch (32 MB): wide parent sets, fewer pairs
 
     def validate(self) -> None:
         check_number("alpha1", self.alpha1, 0.0, 1.0, open_lo=True, open_hi=True)
@@ -33,6 +34,7 @@ class FusionConfig:
             check_number(name, getattr(self, name), 0.0, 1.0, open_lo=True, open_hi=True, optional=True)
         check_number("penalty", self.penalty, 0.0, open_lo=True, optional=True)
         check_number("chunk", self.chunk, 1, integer=True)
+        check_number("chunk_entries", self.chunk_entries, 1, integer=True)
 
 
 @dataclass
@@ -96,8 +98,9 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: dic
     ki, kj = count[ii], count[jj]
     for a, b in {(int(x), int(y)) for x, y in zip(ki, kj)}:
         sel = np.flatnonzero((ki == a) & (kj == b))
-        for lo in range(0, len(sel), config.chunk):
-            s = sel[lo:lo + config.chunk]
+        step = max(1, min(config.chunk, config.chunk_entries // (a + b + 2) ** 2))
+        for lo in range(0, len(sel), step):
+            s = sel[lo:lo + step]
             index = np.column_stack([ii[s], jj[s], padded[ii[s], :a], padded[jj[s], :b]])
             pv = fisher_z_pvalues(partial_correlations(corr, index), n, a + b)
             hit = pv < config.alpha1
