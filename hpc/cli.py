@@ -442,8 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
                        help="PEF settings: large_fraction, min_large, context (outside variables each cluster's "
-                            "search sees, per cluster variable; default 0), max_size (split clusters above it; default 0, no cap), "
-                            "alpha1, alpha2, prescreen_alpha, penalty")
+                            "search sees, per cluster variable; default 0), max_size (split clusters above it; "
+                            "default 0, no cap), alpha1, alpha2, prescreen_alpha, penalty")
     learn.add_argument("--time-limit", type=_positive, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
     learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",
@@ -505,7 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
     se = sub.add_parser("selector", help="fit or score a per-cluster member selector from records")
     se_sub = se.add_subparsers(dest="selector_command", required=True)
     sf = se_sub.add_parser("fit", help="fit a selector (scikit-learn random forest) and write it as JSON")
-    sf.add_argument("records", nargs="+", help="records files (psle records): shards, or other members run on the same problems")
+    sf.add_argument("records", nargs="+", help="records files (psle records): shards, or other members "
+                    "run on the same problems")
     sf.add_argument("--target", choices=["bic", "truth"], required=True,
                     help="bic: predict the best-BIC member (the paper's answer, less work); truth: the best F1")
     sf.add_argument("--portfolio", default=None, help="a conf/sle name or .yaml: choose among these members only "
@@ -514,7 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     sf.add_argument("-o", "--output", required=True, help="selector file (.json)")
     sf.set_defaults(func=_selector_fit)
     ss = se_sub.add_parser("score", help="selection quality on records: a given selector, or cross-validated")
-    ss.add_argument("records", nargs="+", help="records files (psle records): shards, or other members run on the same problems")
+    ss.add_argument("records", nargs="+", help="records files (psle records): shards, or other members "
+                    "run on the same problems")
     ss.add_argument("--selector", default=None, help="score this selector (name or .json) on the records")
     ss.add_argument("--target", choices=["bic", "truth"], default="truth", help="without --selector: cross-validate")
     ss.add_argument("--portfolio", default=None, help="without --selector: members to choose among")

@@ -67,7 +67,7 @@ def test_restricted_truth_is_the_cpdag_of_the_induced_subgraph():
 def example(bic, quality, seconds, size=50, ok=None):
     ok = np.ones(len(bic), bool) if ok is None else np.asarray(ok)
     return Example("p", "er", np.zeros(len(FEATURES)), size, ok, np.asarray(bic, float), np.asarray(quality, float),
-                   np.asarray(seconds, float))
+                   np.asarray(seconds, float), np.zeros(len(bic), bool))
 
 
 def test_labels_and_scores_break_ties_by_speed_and_skip_failed_runs():

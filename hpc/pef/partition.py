@@ -38,7 +38,8 @@ class PartitionConfig:
         check_number("block", self.block, 1, integer=True)
         check_number("max_size", self.max_size, 0, integer=True)
         if 0 < self.max_size < 2 * self.min_large:
-            raise PsleError(f"max_size={self.max_size}: must be 0 (no cap) or at least 2 * min_large = {2 * self.min_large}")
+            raise PsleError(f"max_size={self.max_size}: must be 0 (no cap) or at least 2 * min_large = "
+                            f"{2 * self.min_large}")
 
 
 def standardize(x: np.ndarray, dtype: type = np.float32) -> np.ndarray:
@@ -260,7 +261,7 @@ def split_large(x: np.ndarray, idx: np.ndarray, cap: int, config: PartitionConfi
         return [idx]
     sub = x[:, idx]
     z = average_linkage(distance_matrix(sub, config.block))
-    largest = _largest_after_merges(z, n)  # largest[t] = biggest cluster after t merges
+    largest = np.concatenate([[1], np.maximum.accumulate(z[:, 3])])  # biggest cluster after t merges
     k = n - int(np.flatnonzero(largest <= cap).max())
     labels = cut(z, n, k)
     sizes = np.bincount(labels)
@@ -269,11 +270,3 @@ def split_large(x: np.ndarray, idx: np.ndarray, cap: int, config: PartitionConfi
         labels = merge_small(cluster_distances(sub, labels, config.block), sizes, m, cap)[labels]
     return [idx[labels == c] for c in range(int(labels.max()) + 1)]
 
-
-def _largest_after_merges(z: np.ndarray, p: int) -> np.ndarray:
-    size = np.ones(2 * p - 1, dtype=np.int64)
-    out = np.ones(p, dtype=np.int64)
-    for t in range(p - 1):
-        size[p + t] = size[int(z[t, 0])] + size[int(z[t, 1])]
-        out[t + 1] = max(out[t], size[p + t])
-    return out

@@ -57,7 +57,7 @@ class Example:
     bic: np.ndarray
     quality: np.ndarray
     seconds: np.ndarray
-    timed_out: np.ndarray | None = None  # None: no run timed out
+    timed_out: np.ndarray
 
 
 def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[Example]:
@@ -97,8 +97,7 @@ def scores(example: Example, target: str) -> np.ndarray:
     gave nothing; NaN, unknown, where it timed out); `bic`, a one-hot row marking the BIC winner (BIC
     values do not compare across clusters)."""
     if target == "truth":
-        q = np.where(example.ok, example.quality, 0.0)
-        return q if example.timed_out is None else np.where(example.timed_out, np.nan, q)
+        return np.where(example.timed_out, np.nan, np.where(example.ok, example.quality, 0.0))
     row = np.zeros(len(example.quality))
     row[label(example, "bic")] = 1.0
     return row
