@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_a_wheel_installed_into_a_fresh_venv_learns_with_the_default_ensemble(tmp_path):
+def test_a_wheel_installed_into_a_fresh_venv_learns_with_the_shipped_selector_and_ensemble(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
                            capture_output=True, text=True, timeout=600)
@@ -45,10 +45,11 @@ def test_a_wheel_installed_into_a_fresh_venv_learns_with_the_default_ensemble(tm
     run = subprocess.run([psle, "learn", "p.h5", "--serial", "-o", "g.json"], cwd=work, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
-    assert "p-sle (learned ensemble, 4 members)" in run.stderr
-    run = subprocess.run([psle, "learn", "p.h5", "--selection", "predicted", "--serial", "-o", "h.json"], cwd=work,
+    # The shipped selector and portfolio are package data: the default run reads them from the wheel.
+    assert "8 members; truth selector" in run.stderr, run.stderr
+    run = subprocess.run([psle, "learn", "p.h5", "--selection", "all", "--serial", "-o", "h.json"], cwd=work,
                          env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 0 and "p-sle (learned ensemble, 4 members)" in run.stderr, run.stderr
     experiment = subprocess.run([str(venv / "bin" / "psle-experiment"), "--cfg", "job", "method=p-boss"], cwd=work,
                                 env=env, capture_output=True, text=True, timeout=300)
     assert experiment.returncode == 0 and "name: p-boss" in experiment.stdout, experiment.stderr
