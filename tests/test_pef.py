@@ -14,7 +14,7 @@ from hpc.errors import PsleError
 from hpc.learners.ensemble import remaining
 from hpc.graphs.pdag import PDAG
 from hpc.executors import DaskExecutor, SerialExecutor
-from hpc.pef.fusion import FusionConfig, fisher_z_pvalues, fuse, partial_correlations, screen_block
+from hpc.pef.fusion import FusionConfig, ParentSets, fisher_z_pvalues, fuse, partial_correlations, screen_block
 from hpc.pef.partition import (PartitionConfig, average_linkage, cut, distance_matrix, large_cluster_counts,
                                merge_small, partition, standardize)
 from hpc.pef.pipeline import PEF, WallLimitHit, screener
@@ -160,7 +160,7 @@ def test_screen_block_equals_pair_by_pair_tests():
     dag, x = two_blocks(rng, size=12, n=300, cross=[(3, 15), (7, 20)])
     z = standardize(x, np.float64)
     union = dag.with_edges(dag.directed[(dag.directed < 12).all(axis=1) | (dag.directed >= 12).all(axis=1)])
-    parents = {v: union.parents(v) for v in range(24)}
+    parents = ParentSets.of(union)
     rows, cols = np.arange(12), np.arange(12, 24)
     config = FusionConfig(alpha1=0.01)
     pairs, pvals, tested = screen_block(z, rows, cols, parents, 300, config)
@@ -253,7 +253,7 @@ def test_fusion_screen_stops_once_the_wall_limit_has_passed():
     rng = np.random.default_rng(0)
     z = standardize(rng.normal(size=(200, 6)), np.float64)
     blocks = [(np.arange(3), np.arange(3, 6))]
-    parents = {v: np.empty(0, dtype=np.int64) for v in range(6)}
+    parents = ParentSets.of(PDAG(tuple("abcdef"), np.empty((0, 2), dtype=np.int64)))
     assert len(list(screener(SerialExecutor(), time.time() + 60)(z, blocks, parents, 200, FusionConfig()))) == 1
     with pytest.raises(WallLimitHit):
         list(screener(SerialExecutor(), time.time() - 1)(z, blocks, parents, 200, FusionConfig()))

@@ -71,24 +71,44 @@ def partial_correlations(corr: np.ndarray, index: np.ndarray) -> np.ndarray:
     return -prec[:, 0, 1] / np.sqrt(prec[:, 0, 0] * prec[:, 1, 1])
 
 
-def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: dict[int, np.ndarray],
+@dataclass(frozen=True)
+class ParentSets:
+    """Parents of every variable in the union of cluster DAGs, as one CSR pair of arrays.
+
+    One object, so a dask client ships it to a worker as a single piece of data (a dict of
+    per-variable arrays would be scattered as one future per variable, and every F1 task
+    would then depend on p futures).
+    """
+
+    ptr: np.ndarray
+    idx: np.ndarray
+
+    @classmethod
+    def of(cls, dag: PDAG) -> ParentSets:
+        ptr, idx = dag.csr("parents")
+        return cls(ptr, idx)
+
+    def __getitem__(self, v: int) -> np.ndarray:
+        return self.idx[self.ptr[v]:self.ptr[v + 1]]
+
+
+def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: ParentSets,
                  n: int, config: FusionConfig) -> tuple[np.ndarray, np.ndarray, int]:
     """F1 for all pairs (i in rows, j in cols): the pairs with p < alpha1, their p-values, pairs tested.
 
     `z` is standardised data (z.T @ z = correlation), `parents[v]` the parents of v in the
     union of cluster DAGs (inside v's own cluster, so pa(i) and pa(j) never overlap).
     """
-    local = np.unique(np.concatenate([rows, cols, *(parents.get(int(v), ()) for v in (*rows, *cols))]).astype(np.int64))
-    pos = {int(v): k for k, v in enumerate(local)}
+    local = np.unique(np.concatenate([rows, cols, *(parents[int(v)] for v in (*rows, *cols))]).astype(np.int64))
+    pos = np.full(len(parents.ptr) - 1, -1, dtype=np.int64)
+    pos[local] = np.arange(len(local))
     corr = z[:, local].T @ z[:, local]
-    ri = np.array([pos[int(v)] for v in rows])
-    cj = np.array([pos[int(v)] for v in cols])
-    ii, jj = np.meshgrid(ri, cj, indexing="ij")
+    ii, jj = np.meshgrid(pos[rows], pos[cols], indexing="ij")
     ii, jj = ii.ravel(), jj.ravel()
     if config.prescreen_alpha is not None:
         keep = fisher_z_pvalues(corr[ii, jj], n, 0) < config.prescreen_alpha
         ii, jj = ii[keep], jj[keep]
-    pa = [np.array([pos[int(u)] for u in parents.get(int(v), ())], dtype=np.int64) for v in local]
+    pa = [pos[parents[int(v)]] for v in local]
     count = np.array([len(x) for x in pa])
     width = int(count.max()) if len(count) else 0
     padded = np.full((len(local), max(width, 1)), -1, dtype=np.int64)
@@ -96,8 +116,11 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: dic
         padded[v, :len(x)] = x
     found_pairs, found_p = [], []
     ki, kj = count[ii], count[jj]
-    for a, b in {(int(x), int(y)) for x, y in zip(ki, kj)}:
-        sel = np.flatnonzero((ki == a) & (kj == b))
+    groups = ki * (width + 1) + kj  # pairs with the same conditioning-set sizes share one batched inverse
+    order = np.argsort(groups, kind="stable")
+    keys, starts = np.unique(groups[order], return_index=True)
+    for key, sel in zip(keys.tolist(), np.split(order, starts[1:])):
+        a, b = divmod(key, width + 1)
         step = max(1, min(config.chunk, config.chunk_entries // (a + b + 2) ** 2))
         for lo in range(0, len(sel), step):
             s = sel[lo:lo + step]
@@ -139,11 +162,11 @@ def _reaches(children: list[set[int]], source: int, target: int) -> bool:
 
 
 Blocks = list[tuple[np.ndarray, np.ndarray]]
-Screener = Callable[[np.ndarray, Blocks, dict[int, np.ndarray], int, FusionConfig],
+Screener = Callable[[np.ndarray, Blocks, ParentSets, int, FusionConfig],
                     Iterable[tuple[np.ndarray, np.ndarray, int]]]
 
 
-def screen_serial(z: np.ndarray, blocks: Blocks, parents: dict[int, np.ndarray], n: int,
+def screen_serial(z: np.ndarray, blocks: Blocks, parents: ParentSets, n: int,
                   config: FusionConfig) -> Iterable[tuple[np.ndarray, np.ndarray, int]]:
     return (screen_block(z, rows, cols, parents, n, config) for rows, cols in blocks)
 
@@ -159,7 +182,7 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
 
     p = union.p
     stats = FusionStats()
-    parents = {v: union.parents(v) for v in range(p)}
+    parents = ParentSets.of(union)
     pairs = [(a, b) for a in range(len(clusters)) for b in range(a + 1, len(clusters))]
     stats.pairs_screened = sum(len(clusters[a]) * len(clusters[b]) for a, b in pairs)
 
