@@ -14,6 +14,7 @@ from hpc.errors import PsleError
 from hpc.learners.ensemble import remaining
 from hpc.graphs.pdag import PDAG
 from hpc.executors import DaskExecutor, SerialExecutor
+from hpc.pef.checkpoint import RunCheckpoint
 from hpc.pef.fusion import FusionConfig, ParentSets, fisher_z_pvalues, fuse, partial_correlations, screen_block
 from hpc.pef.partition import (PartitionConfig, average_linkage, cut, distance_matrix, large_cluster_counts,
                                merge_small, partition, standardize)
@@ -257,6 +258,50 @@ def test_fusion_screen_stops_once_the_wall_limit_has_passed():
     assert len(list(screener(SerialExecutor(), time.time() + 60)(z, blocks, parents, 200, FusionConfig()))) == 1
     with pytest.raises(WallLimitHit):
         list(screener(SerialExecutor(), time.time() - 1)(z, blocks, parents, 200, FusionConfig()))
+
+
+class CountingExecutor(SerialExecutor):
+    """Serial, and counts the tasks it is handed: what a resumed screening recomputes."""
+
+    tasks = 0
+
+    def run(self, fn, tasks):
+        self.tasks += len(tasks)
+        return super().run(fn, tasks)
+
+
+def test_fusion_resumes_from_the_cluster_pairs_a_killed_run_had_screened(tmp_path):
+    problem = benchmark_problem(200, 0, 500, network="alarm")
+    clusters = partition(problem.data, PartitionConfig())
+    label = np.empty(len(problem.variables), dtype=np.int64)
+    for c, idx in enumerate(clusters):
+        label[idx] = c
+    true = problem.truth.directed
+    union = PDAG(problem.variables, true[label[true[:, 0]] == label[true[:, 1]]])  # oracle cluster DAGs
+    z, n, config = standardize(problem.data, np.float64), problem.n, FusionConfig()
+    whole, _ = fuse(z, n, union, clusters, config)
+    blocks = len(clusters) * (len(clusters) - 1) // 2
+    assert blocks >= 6
+
+    path, settings = tmp_path / "run.h5", {"data": "d"}
+    killed = screener(SerialExecutor(), memory=RunCheckpoint(path, settings, flush_seconds=0))(
+        z, [(clusters[a], clusters[b]) for a in range(len(clusters)) for b in range(a + 1, len(clusters))],
+        ParentSets.of(union), n, config)
+    for _ in range(3):
+        next(killed)  # three cluster pairs screened, then the process dies (no flush at the end)
+
+    counting = CountingExecutor()
+    memory = RunCheckpoint(path, settings)
+    resumed, _ = fuse(z, n, union, clusters, config, screen=screener(counting, memory=memory))
+    assert counting.tasks == blocks - 3
+    assert sorted(map(tuple, resumed.directed.tolist())) == sorted(map(tuple, whole.directed.tolist()))
+    assert len(RunCheckpoint(path, settings).screened) == blocks  # flushed when the screening ended
+
+    # Other fusion settings: the kept screening does not apply, it runs afresh (and replaces it).
+    counting = CountingExecutor()
+    fuse(z, n, union, clusters, FusionConfig(alpha1=0.01), screen=screener(counting, memory=RunCheckpoint(path,
+                                                                                                         settings)))
+    assert counting.tasks == blocks
 
 
 def test_context_variables_are_the_most_correlated_outside_ones():

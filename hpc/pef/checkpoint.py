@@ -7,6 +7,11 @@ its content (members, per-run time limit, partition, selection); a checkpoint of
 settings, a foreign file or a damaged one (content sha256) is refused in one line and left alone.
 It also counts every member run it was ever handed (`recorded`): equal to the number of runs it
 holds unless a finished run was computed again, which is what resuming must never do.
+
+Fusion's progress is kept too: the F1 screening result of every finished cluster pair, under the
+fusion settings that produced it (other fusion settings on resume start the screening afresh
+instead of refusing: the member runs are still good). Screening blocks finish many per second,
+so those are written at most every `flush_seconds` and once at the end of the screening.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +33,9 @@ from hpc.h5read import read_h5
 from hpc.learners.ensemble import MemberRun
 
 FORMAT = "psle-learn-checkpoint"
-VERSION = 2  # 2 adds the count of recorded runs; version 1 files still load
+VERSION = 3  # 2 adds the count of recorded runs, 3 fusion's screened blocks; versions 1 and 2 still load
+
+Screened = tuple[np.ndarray, np.ndarray, int]  # F1 of one cluster pair: pairs found, their p-values, pairs tested
 
 
 def data_hash(x: np.ndarray, variables: tuple[str, ...]) -> str:
@@ -36,25 +44,35 @@ def data_hash(x: np.ndarray, variables: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int | None = None) -> str:
+def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int | None = None,
+                  screen_key: str | None = None) -> str:
     h = hashlib.sha256(settings.encode())
     h.update(runs.encode())
     if recorded is not None:
         h.update(f"recorded={recorded}".encode())
+    if screen_key is not None:
+        h.update(f"screen={screen_key}".encode())
     for a in arrays:
-        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+        a = np.asarray(a)
+        h.update(np.ascontiguousarray(a, dtype=np.float64 if a.dtype.kind == "f" else np.int64).tobytes())
     return h.hexdigest()
+
+
+SCREEN_SETS = ("screened_blocks", "screened_tested", "screened_counts", "screened_pairs", "screened_p")
 
 
 class RunCheckpoint:
     """Partition and member runs keyed by (cluster, member index); `put` persists at once."""
 
-    def __init__(self, path: str | os.PathLike, settings: dict[str, Any]):
+    def __init__(self, path: str | os.PathLike, settings: dict[str, Any], flush_seconds: float = 10.0):
         self.path = Path(path)
         self.settings = settings
         self.clusters: list[np.ndarray] | None = None
         self.runs: dict[tuple[int, int], MemberRun] = {}
         self.recorded = 0
+        self.screen_key: str | None = None  # the fusion settings the screened blocks belong to
+        self.screened: dict[int, Screened] = {}
+        self.flush_seconds, self._saved_at, self._dirty = flush_seconds, 0.0, False
         if self.path.exists():
             self._load()
 
@@ -75,8 +93,10 @@ class RunCheckpoint:
         runs_text = f["runs"][()].decode()
         members, sizes, edges = f["cluster_members"][()], f["cluster_sizes"][()], f["edges"][()]
         recorded = int(f.attrs["recorded"]) if version >= 2 else None
-        if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges,
-                                                  recorded=recorded):
+        screen_key = str(f.attrs["screen_key"]) if version >= 3 else None
+        screen = [f[name][()] for name in SCREEN_SETS] if version >= 3 else []
+        if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges, *screen,
+                                                  recorded=recorded, screen_key=screen_key):
             raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing to "
                             "use or overwrite it")
         if len(sizes):  # the clusters in their own order: member runs index variables within them
@@ -89,6 +109,28 @@ class RunCheckpoint:
             self.runs[c, k] = MemberRun(row["spec"], row["status"], directed, undirected, row["bic"], row["seconds"],
                                         row.get("error"))
         self.recorded = len(self.runs) if recorded is None else recorded
+        if screen:
+            blocks, tested, counts, pairs, pvals = screen
+            bounds = np.cumsum(counts)[:-1]
+            self.screen_key = screen_key
+            self.screened = {int(b): (fp, pv, int(t)) for b, t, fp, pv in
+                             zip(blocks, tested, np.split(pairs.reshape(-1, 2), bounds), np.split(pvals, bounds))}
+
+    def screened_under(self, key: str) -> dict[int, Screened]:
+        """Screened blocks kept for these fusion settings; other settings drop them (screening starts afresh)."""
+        if key != self.screen_key:
+            self.screen_key, self.screened = key, {}
+        return dict(self.screened)
+
+    def put_screened(self, block: int, result: Screened) -> None:
+        self.screened[block] = result
+        self._dirty = True
+        if time.monotonic() - self._saved_at >= self.flush_seconds:
+            self.save()
+
+    def flush(self) -> None:
+        if self._dirty:
+            self.save()
 
     def set_clusters(self, clusters: list[np.ndarray]) -> None:
         self.clusters = clusters
@@ -114,6 +156,15 @@ class RunCheckpoint:
             at += d.size + u.size
         edges = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
         settings, runs = canonical(self.settings), canonical(rows)
+        blocks = sorted(self.screened)
+        screen = [np.array(blocks, dtype=np.int64),
+                  np.array([self.screened[b][2] for b in blocks], dtype=np.int64),
+                  np.array([len(self.screened[b][0]) for b in blocks], dtype=np.int64),
+                  np.concatenate([np.asarray(self.screened[b][0], dtype=np.int64).reshape(-1, 2) for b in blocks]
+                                 or [np.empty((0, 2), dtype=np.int64)]),
+                  np.concatenate([np.asarray(self.screened[b][1], dtype=np.float64) for b in blocks]
+                                 or [np.empty(0)])]
+        screen_key = self.screen_key or ""
         with atomic_path(self.path) as tmp:
             with h5py.File(tmp, "w") as f:
                 f.attrs["format"] = FORMAT
@@ -124,4 +175,9 @@ class RunCheckpoint:
                 f.create_dataset("cluster_sizes", data=sizes)
                 f.create_dataset("edges", data=edges)
                 f.attrs["recorded"] = self.recorded
-                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges, recorded=self.recorded)
+                f.attrs["screen_key"] = screen_key
+                for name, data in zip(SCREEN_SETS, screen):
+                    f.create_dataset(name, data=data)
+                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges, *screen,
+                                                  recorded=self.recorded, screen_key=screen_key)
+        self._saved_at, self._dirty = time.monotonic(), False

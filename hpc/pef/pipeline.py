@@ -12,10 +12,12 @@ import itertools
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from hpc.autosle.checkpoint import canonical
 from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
@@ -38,16 +40,29 @@ class WallLimitHit(Exception):
     """The whole run's wall limit passed; raised between fusion's screening blocks."""
 
 
-def screener(executor, deadline: float | None = None) -> Callable:
-    """Fusion's F1 screen on `executor`: the data and parent sets go to the workers once, then one task per cluster pair."""
+def screener(executor, deadline: float | None = None, memory: RunCheckpoint | None = None) -> Callable:
+    """Fusion's F1 screen on `executor`: the data and parent sets go to the workers once, then one task per cluster pair.
+
+    With a checkpoint, cluster pairs screened by an earlier (killed) process under the same fusion
+    settings are taken from it, and each newly screened pair is recorded there.
+    """
 
     def screen(z, blocks, parents, n, config):
+        known = {} if memory is None else memory.screened_under(canonical(asdict(config)))
+        yield from (known[b] for b in sorted(known))
+        todo = [b for b in range(len(blocks)) if b not in known]
         zh, ph = executor.scatter(z), executor.scatter(parents)
-        tasks = [(zh, rows, cols, ph, n, config) for rows, cols in blocks]
-        for _, result in executor.run(screen_block, tasks):
-            if deadline is not None and time.time() > deadline:
-                raise WallLimitHit
-            yield result
+        tasks = [(zh, *blocks[b], ph, n, config) for b in todo]
+        try:
+            for t, result in executor.run(screen_block, tasks):
+                if memory is not None:
+                    memory.put_screened(todo[t], result)
+                if deadline is not None and time.time() > deadline:
+                    raise WallLimitHit
+                yield result
+        finally:
+            if memory is not None:
+                memory.flush()
 
     return screen
 
@@ -113,8 +128,6 @@ class PEF:
 
     def _memory_settings(self, x: np.ndarray, variables: tuple[str, ...]) -> dict[str, Any]:
         """What a checkpoint's partition and member runs depend on (fusion settings do not)."""
-        from dataclasses import asdict
-
         return {"data": data_hash(x, variables), "members": [dict(m) for m in self.members],
                 "time_limit": self.time_limit, "partition": asdict(self.partition), "selection": self.selection,
                 "selector": self._selector().describe() if self.selection == "predicted" else None,
@@ -250,7 +263,9 @@ class PEF:
         if not expired:
             try:
                 z = standardize(x, np.float64)
-                dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline),
+                if memory is not None and memory.screened_under(canonical(asdict(self.fusion))):
+                    show.note(f"resuming fusion: {len(memory.screened)} cluster pairs already screened")
+                dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline, memory),
                                   progress=show)
                 self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
             except WallLimitHit:
