@@ -114,3 +114,11 @@ def test_a_timed_out_size_has_no_mean_but_a_runtime_lower_bound(tmp_path):
     out = tmp_path / "report"
     assert subprocess.run([*PSLE, "report", str(tmp_path), "-o", str(out)]).returncode == 0
     assert (out / "exp-alarm.png").stat().st_size > 0
+
+
+def test_the_papers_scale_curve_is_read_from_its_tables():
+    from hpc.report.plots import paper_points
+
+    seconds = paper_points("alarm", "seconds")
+    assert len(seconds) == 12 and seconds[30007] == 563.6 and seconds[1036] == 7.2  # table big_alarm
+    assert paper_points("asia", "f1_adjacent")[30000] == 0.925 and paper_points("cancer", "shd").empty

@@ -16,6 +16,14 @@ from hpc.graphs.metrics import METRIC_INFO  # noqa: E402
 from hpc.report.summary import LABELS, methods  # noqa: E402
 
 PANELS = tuple((m, info.log) for m, info in METRIC_INFO.items() if info.plot)
+PAPER = Path(__file__).with_name("paper_curves.csv")  # the paper's P/SLE at 1,000-30,000 variables
+
+
+def paper_points(network: str, metric: str) -> pd.Series:
+    """The paper's P/SLE values by number of variables (empty for networks it did not scale up)."""
+    paper = pd.read_csv(PAPER, comment="#")
+    rows = paper[(paper.network == network) & (paper.metric == metric)]
+    return pd.Series(rows["value"].to_numpy(), index=rows["p"].to_numpy()).sort_index()
 
 
 def points(frame: pd.DataFrame, network: str, method: str, metric: str) -> tuple[pd.Series, pd.Series]:
@@ -31,7 +39,8 @@ def points(frame: pd.DataFrame, network: str, method: str, metric: str) -> tuple
 
 
 def curves(frame: pd.DataFrame, network: str, out: Path) -> Path | None:
-    """One PNG with four panels (F1-adj, F1-arrow, SHD log, runtime log); one line per method.
+    """One PNG with four panels (F1-adj, F1-arrow, SHD log, runtime log); one line per method, and the
+    paper's P/SLE (dashed) where it reports the network at several sizes.
 
     Runtime panel: a hollow triangle (a lower bound) where a method hit its time limit.
     """
@@ -48,6 +57,10 @@ def curves(frame: pd.DataFrame, network: str, out: Path) -> Path | None:
             if metric == "seconds" and not limits.empty:
                 ax.plot(limits.index, limits.to_numpy(), linestyle="none", marker="^", markerfacecolor="none",
                         color=line.get_color(), label=f"{display_name(m)}: time limit hit")
+        paper = paper_points(network, metric)
+        if not paper.empty:
+            ax.plot(paper.index, paper.to_numpy(), linestyle="--", color="black", marker=".",
+                    label="paper's P/SLE (96 cores)")
         ax.set_xlabel("variables")
         ax.set_title(LABELS[metric] + (" (log)" if log else ""))
         if log:
