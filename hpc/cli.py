@@ -443,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
                        help="PEF settings: large_fraction, min_large, context (outside variables each cluster's "
                             "search sees, per cluster variable; default 0), max_size (split clusters above it; "
-                            "default 0, no cap), alpha1, alpha2, prescreen_alpha, penalty")
+                            "default 500; 0: the paper's rule), alpha1, alpha2, prescreen_alpha, penalty")
     learn.add_argument("--time-limit", type=_positive, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
     learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",
