@@ -143,6 +143,19 @@ def test_selector_file_round_trips_to_the_same_predictions(tmp_path):
     assert loaded.portfolio == PAIR and loaded.target == "truth"
 
 
+@pytest.mark.parametrize("target", ["truth", "bic"])
+def test_ranking_many_clusters_at_once_equals_ranking_each(target):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((40, len(FEATURES)))
+    y = np.column_stack([x[:, 0] > 0, x[:, 0] <= 0]).astype(float) + (0.1 * x[:, 1:3] if target == "truth" else 0)
+    sel = Selector(target, "pair", PAIR, x, y, np.ones(40))
+    rows = rng.standard_normal((7, len(FEATURES)))
+    table = sel.rank(rows)
+    assert table.shape == (7, 2)
+    assert np.array_equal(table, np.stack([sel.rank(row) for row in rows]))
+    assert sel.rank(rows[0]).shape == (2,)
+
+
 def test_a_timed_out_run_is_unknown_not_zero_and_its_member_learns_from_other_clusters(tmp_path):
     e = Example("p", "hub", np.zeros(len(FEATURES)), 50, np.array([False, True]), np.array([-np.inf, -5.0]),
                 np.array([0.0, 1.1]), np.array([60.0, 2.0]), np.array([True, False]))

@@ -31,7 +31,7 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
-from hpc.select.selector import Selector, load_selector
+from hpc.select.selector import Selector, load_selector, order_of
 
 SELECTIONS = ("all", "predicted")
 
@@ -138,16 +138,23 @@ class PEF:
             raise PsleError("selection 'predicted' needs a selector")
         return self.selector if isinstance(self.selector, Selector) else load_selector(self.selector)
 
-    def _plan(self, cov: np.ndarray, n: int) -> tuple[list[int], dict[str, Any] | None]:
-        """Which members run on a cluster, and the selection's account (None when all run)."""
+    def _plans(self, covs: list[np.ndarray], n: int) -> list[tuple[list[int], dict[str, Any] | None]]:
+        """Which members run on each cluster (given its own covariance), and the selection's account
+        (None when all run). The selector scores all clusters at once: one prediction per forest."""
         if self.selection == "all":
-            return list(range(len(self.members))), None
-        if cov.shape[0] < 2:  # no edge is possible: any one member gives the answer
-            return [0], {"order": [0], "reason": "single variable"}
-        features = cluster_features(cov, n)
-        order, score = self._selector().choose(features, len(self.members))
-        return order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, features)},
-                                    "scores": [round(float(q), 4) for q in score], "order": order}
+            return [(list(range(len(self.members))), None)] * len(covs)
+        # A single variable has no edge to find: any one member gives the answer.
+        plans: list[tuple[list[int], dict[str, Any] | None]] = [([0], {"order": [0], "reason": "single variable"})
+                                                                 for _ in covs]
+        multi = [c for c, cov in enumerate(covs) if cov.shape[0] >= 2]
+        if not multi:
+            return plans
+        features = np.stack([cluster_features(covs[c], n) for c in multi])
+        for c, row, score in zip(multi, features, self._selector().rank(features)):
+            order = order_of(score, len(self.members))
+            plans[c] = order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
+                                            "scores": [round(float(q), 4) for q in score], "order": order}
+        return plans
 
     def _fallback(self, runs: list[MemberRun | None], plan: dict[str, Any] | None,
                   deadline: float | None) -> int | None:
@@ -181,18 +188,15 @@ class PEF:
             show.note(f"resuming from {self.checkpoint}: {self.resumed_runs_} member runs already finished")
 
         start = time.perf_counter()
-        plans: list[tuple[list[int], dict[str, Any] | None]] = [([], None)] * len(clusters)
-        jobs = []
         # Each cluster's search runs on its variables, then (with context) the outside ones it sees.
         z = standardize(x) if self.partition.context > 0 else None
         searched = [idx if z is None else np.concatenate(
             [idx, context_variables(z, idx, int(np.ceil(self.partition.context * len(idx))))]) for idx in clusters]
         # Largest clusters first: a big cluster started last would run alone while the other workers idle.
-        for c in sorted(range(len(clusters)), key=lambda c: -len(searched[c])):
-            cov = covariance(x[:, searched[c]])
-            own = len(clusters[c])
-            plans[c] = self._plan(cov[:own, :own], n)
-            jobs.append((c, cov))
+        jobs = [(c, covariance(x[:, searched[c]]))
+                for c in sorted(range(len(clusters)), key=lambda c: -len(searched[c]))]
+        by_cluster = dict(jobs)
+        plans = self._plans([by_cluster[c][:len(idx), :len(idx)] for c, idx in enumerate(clusters)], n)
         if self.selection == "predicted":  # features and predictions: timed apart from the member runs
             seconds["selection"] = time.perf_counter() - start
             start = time.perf_counter()
