@@ -156,6 +156,24 @@ def test_partial_correlation_equals_residual_correlation():
     assert partial_correlations(corr, np.array([[0, 1, 2, 3]]))[0] == pytest.approx(expected, abs=1e-9)
 
 
+@pytest.mark.parametrize("conditioning", [1, 3, 6, 9])
+def test_batched_elimination_equals_the_inverse_and_survives_collinear_sets(conditioning):
+    rng = np.random.default_rng(conditioning)
+    x = rng.standard_normal((400, 30))
+    x[:, 1:] += 0.6 * x[:, :-1]
+    x[:, 29] = x[:, 27] - x[:, 28]  # an exactly collinear triple
+    z = standardize(x, np.float64)
+    corr = z.T @ z
+    index = np.stack([rng.choice(27, conditioning + 2, replace=False) for _ in range(500)])
+    sub = corr[index[:, :, None], index[:, None, :]]
+    prec = np.linalg.inv(sub)
+    expected = -prec[:, 0, 1] / np.sqrt(prec[:, 0, 0] * prec[:, 1, 1])
+    assert np.allclose(partial_correlations(corr, index), expected, atol=1e-12)
+    singular = np.column_stack([index[:, :2], np.tile([27, 28, 29], (500, 1))])
+    rho = partial_correlations(corr, singular)
+    assert np.isfinite(rho).all() and (np.abs(rho) <= 1 + 1e-9).all()
+
+
 def test_screen_block_equals_pair_by_pair_tests():
     rng = np.random.default_rng(2)
     dag, x = two_blocks(rng, size=12, n=300, cross=[(3, 15), (7, 20)])

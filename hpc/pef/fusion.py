@@ -59,16 +59,49 @@ def fisher_z_pvalues(r: np.ndarray, n: int, k: np.ndarray | int) -> np.ndarray:
     return np.where(df > 0, 2.0 * ndtr(-z), 1.0)
 
 
+#: Conditioning sets up to this size are eliminated in numpy (see partial_correlations); larger ones inverted.
+ELIMINATE_UP_TO = 6
+#: Smallest conditional variance the elimination divides by; below it the batch is inverted instead.
+PIVOT_FLOOR = 1e-10
+
+
 def partial_correlations(corr: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """rho(T0, T1 | T2..) for every row T of `index` (m, k+2), from a correlation matrix."""
+    """rho(T0, T1 | T2..) for every row T of `index` (m, k+2), from a correlation matrix.
+
+    Fusion tests millions of pairs with small conditioning sets, where one LAPACK inverse per matrix
+    costs more than its arithmetic: those are eliminated all at once instead (Gaussian elimination
+    vectorised over the batch, down to the 2 x 2 Schur complement; 2-3x faster, same values to
+    rounding). Larger sets, and (near-)singular ones, take the (pseudo-)inverse.
+    """
     if index.shape[1] == 2:
         return corr[index[:, 0], index[:, 1]]
+    if index.shape[1] - 2 <= ELIMINATE_UP_TO:
+        rho = _eliminated(corr, index)
+        if rho is not None:
+            return rho
     sub = corr[index[:, :, None], index[:, None, :]]
     try:
         prec = np.linalg.inv(sub)
     except np.linalg.LinAlgError:
         prec = np.linalg.pinv(sub)
     return -prec[:, 0, 1] / np.sqrt(prec[:, 0, 0] * prec[:, 1, 1])
+
+
+def _eliminated(corr: np.ndarray, index: np.ndarray) -> np.ndarray | None:
+    """partial_correlations by eliminating T_(k+1) .. T_2 (batch on the last axis, so every step is a
+    contiguous vector operation); None when a pivot is (near) zero."""
+    t_all = index.T
+    work = corr[t_all[:, None, :], t_all[None, :, :]]  # (k+2, k+2, m)
+    for t in range(work.shape[0] - 1, 1, -1):
+        pivot = work[t, t]
+        if not (pivot > PIVOT_FLOOR).all():
+            return None
+        factor = work[:t, t] / pivot
+        work[:t, :t] -= factor[:, None, :] * work[t, :t][None, :, :]
+    var = work[0, 0] * work[1, 1]
+    if not (var > PIVOT_FLOOR**2).all():
+        return None
+    return work[0, 1] / np.sqrt(var)
 
 
 @dataclass(frozen=True)
