@@ -130,6 +130,29 @@ def test_a_tasks_settings_are_checked_before_it_runs(overrides, message):
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (Path(__file__).parents[1] / "conf" / "experiment").glob("*.yaml")))
+def test_every_setting_a_shipped_experiment_sweeps_passes_the_checks(experiment):
+    from hydra import compose, initialize_config_dir
+
+    import hpc.launch.experiment  # noqa: F401  (registers the config's resolver)
+    from hpc.launch.preflight import check_task
+    from hpc.learners.ensemble import conf_dir
+
+    def values(text: str) -> list[str]:
+        if text.startswith("range("):
+            return [str(v) for v in range(*map(int, text[6:-1].split(",")))]
+        return text.split(",")
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        sweep = compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+        params = {k: values(str(v)) for k, v in (sweep.hydra.sweeper.params or {}).items()}
+        first = {k: v[0] for k, v in params.items()}
+        # Each swept value once, with the other keys at their first value (the full product repeats checks).
+        tasks = [first] + [{**first, k: v} for k, vs in params.items() for v in vs[1:]]
+        for task in tasks:
+            check_task(compose("config", overrides=[f"experiment={experiment}", *(f"{k}={v}" for k, v in task.items())]))
+
+
 def test_a_bad_setting_is_one_line_and_nothing_is_written(tmp_path):
     run = psle_experiment(tmp_path, "dataset.network=nope", timeout=300)
     assert run.returncode == 2 and "Traceback" not in run.stderr
