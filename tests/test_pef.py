@@ -211,6 +211,32 @@ def test_fusion_adds_the_cross_edge_that_exists_and_no_other():
     assert stats.edges_added == 1 and stats.pairs_screened == 400
 
 
+def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypatch):
+    import hpc.pef.fusion as fusion
+
+    rng = np.random.default_rng(4)
+    cross = [(i, 25 + (3 * i) % 25) for i in range(0, 25, 2)]  # many cross edges: F2 links pairs as it goes
+    dag, x = two_blocks(rng, size=25, n=400, cross=cross)
+    within = dag.directed[(dag.directed < 25).all(axis=1) | (dag.directed >= 25).all(axis=1)]
+    union, clusters = dag.with_edges(within), [np.arange(25), np.arange(25, 50)]
+    z, config = standardize(x, np.float64), FusionConfig(alpha1=0.05, alpha2=0.01)
+    batched, stats = fuse(z, 400, union, clusters, config)
+
+    def one_by_one(z, pairs, parents, n):
+        return np.array([fusion._pcor_pvalue(z, i, j, sorted(set(parents[i].tolist()) | set(parents[j].tolist())), n)
+                         for i, j in pairs.tolist()])
+
+    monkeypatch.setattr(fusion, "conditioned_pvalues", one_by_one)
+    monkeypatch.setattr(fusion, "F2_BATCH", 7)
+    reference, ref_stats = fuse(z, 400, union, clusters, config)
+    assert stats.f1_candidates > 20 and 5 < stats.f2_candidates < stats.f1_candidates
+    assert stats.f2_candidates == ref_stats.f2_candidates and batched == reference
+    parents = ParentSets.of(union)
+    pairs = np.array([[0, 30], [3, 27], [10, 49], [24, 25]])
+    assert np.allclose(fusion.conditioned_pvalues(z, pairs, parents, 400), one_by_one(z, pairs, parents, 400),
+                       rtol=1e-9, atol=1e-15)
+
+
 def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     rng = np.random.default_rng(5)
     dag, x = two_blocks(rng, size=30, n=1000, cross=[(3, 40)])

@@ -61,47 +61,46 @@ def fisher_z_pvalues(r: np.ndarray, n: int, k: np.ndarray | int) -> np.ndarray:
 
 #: Conditioning sets up to this size are eliminated in numpy (see partial_correlations); larger ones inverted.
 ELIMINATE_UP_TO = 6
+#: F2 candidates whose p-values are computed ahead together (memory: n x batch x (k+2) floats).
+F2_BATCH = 1024
 #: Smallest conditional variance the elimination divides by; below it the batch is inverted instead.
 PIVOT_FLOOR = 1e-10
 
 
 def partial_correlations(corr: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """rho(T0, T1 | T2..) for every row T of `index` (m, k+2), from a correlation matrix.
+    """rho(T0, T1 | T2..) for every row T of `index` (m, k+2), from a correlation matrix."""
+    if index.shape[1] == 2:
+        return corr[index[:, 0], index[:, 1]]
+    return stacked_partial_correlations(corr[index.T[:, None, :], index.T[None, :, :]])
+
+
+def stacked_partial_correlations(work: np.ndarray) -> np.ndarray:
+    """rho(T0, T1 | T2..) of each of m covariance (or correlation) matrices stacked as (k+2, k+2, m).
 
     Fusion tests millions of pairs with small conditioning sets, where one LAPACK inverse per matrix
     costs more than its arithmetic: those are eliminated all at once instead (Gaussian elimination
-    vectorised over the batch, down to the 2 x 2 Schur complement; 2-3x faster, same values to
-    rounding). Larger sets, and (near-)singular ones, take the (pseudo-)inverse.
+    vectorised over the batch, which sits on the last axis so every step is a contiguous vector
+    operation, down to the 2 x 2 Schur complement; 2-3x faster, same values to rounding). Larger
+    sets, and (near-)singular ones, take the (pseudo-)inverse.
     """
-    if index.shape[1] == 2:
-        return corr[index[:, 0], index[:, 1]]
-    if index.shape[1] - 2 <= ELIMINATE_UP_TO:
-        rho = _eliminated(corr, index)
-        if rho is not None:
-            return rho
-    sub = corr[index[:, :, None], index[:, None, :]]
+    if work.shape[0] - 2 <= ELIMINATE_UP_TO:
+        left = work.copy()
+        for t in range(left.shape[0] - 1, 1, -1):  # eliminate T_t; the block left is T_0 .. T_(t-1)
+            pivot = left[t, t]
+            if not (pivot > PIVOT_FLOOR).all():
+                break
+            factor = left[:t, t] / pivot
+            left[:t, :t] -= factor[:, None, :] * left[t, :t][None, :, :]
+        else:
+            var = left[0, 0] * left[1, 1]
+            if (var > PIVOT_FLOOR**2).all():
+                return left[0, 1] / np.sqrt(var)
+    sub = np.moveaxis(work, -1, 0)
     try:
         prec = np.linalg.inv(sub)
     except np.linalg.LinAlgError:
         prec = np.linalg.pinv(sub)
     return -prec[:, 0, 1] / np.sqrt(prec[:, 0, 0] * prec[:, 1, 1])
-
-
-def _eliminated(corr: np.ndarray, index: np.ndarray) -> np.ndarray | None:
-    """partial_correlations by eliminating T_(k+1) .. T_2 (batch on the last axis, so every step is a
-    contiguous vector operation); None when a pivot is (near) zero."""
-    t_all = index.T
-    work = corr[t_all[:, None, :], t_all[None, :, :]]  # (k+2, k+2, m)
-    for t in range(work.shape[0] - 1, 1, -1):
-        pivot = work[t, t]
-        if not (pivot > PIVOT_FLOOR).all():
-            return None
-        factor = work[:t, t] / pivot
-        work[:t, :t] -= factor[:, None, :] * work[t, :t][None, :, :]
-    var = work[0, 0] * work[1, 1]
-    if not (var > PIVOT_FLOOR**2).all():
-        return None
-    return work[0, 1] / np.sqrt(var)
 
 
 @dataclass(frozen=True)
@@ -165,6 +164,21 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: Par
     if not found_pairs:
         return np.empty((0, 2), dtype=np.int64), np.empty(0), len(ii)
     return np.concatenate(found_pairs).astype(np.int64), np.concatenate(found_p), len(ii)
+
+
+def conditioned_pvalues(z: np.ndarray, pairs: np.ndarray, parents: ParentSets, n: int) -> np.ndarray:
+    """Fisher's z p-value of every pair (i, j) given pa(i) ∪ pa(j) minus {i, j}, from the standardized
+    data `z`: the small covariance matrices are built and solved in batches of equal conditioning size."""
+    conds = [np.setdiff1d(np.union1d(parents[i], parents[j]), (i, j)) for i, j in pairs.tolist()]
+    sizes = np.fromiter(map(len, conds), dtype=np.int64, count=len(conds))
+    out = np.empty(len(pairs))
+    for k in np.unique(sizes).tolist():
+        sel = np.flatnonzero(sizes == k)
+        index = np.column_stack([pairs[sel], np.array([conds[s] for s in sel], dtype=np.int64).reshape(len(sel), k)])
+        cols = np.ascontiguousarray(np.moveaxis(z[:, index], 0, -1))  # (m, k+2, n)
+        cov = cols @ np.swapaxes(cols, 1, 2)
+        out[sel] = fisher_z_pvalues(stacked_partial_correlations(np.moveaxis(cov, 0, -1)), n, k)
+    return out
 
 
 def _pcor_pvalue(z: np.ndarray, i: int, j: int, cond: list[int], n: int) -> float:
@@ -238,13 +252,20 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     alpha2 = config.alpha2 if config.alpha2 is not None else 1.0 / p**2
     accepted: list[tuple[int, int]] = []
     linked: dict[int, set[int]] = {}
-    for i, j in cand.tolist():
-        extra = linked.get(i, set()) | linked.get(j, set())
-        cond = sorted((set(parents[i].tolist()) | set(parents[j].tolist()) | extra) - {i, j})
-        if _pcor_pvalue(z, i, j, cond, n) < alpha2:
-            accepted.append((i, j))
-            linked.setdefault(i, set()).add(j)
-            linked.setdefault(j, set()).add(i)
+    # Sequential in p-value order (an accepted pair joins the conditioning sets of later pairs at its
+    # ends), but most pairs have no accepted neighbour yet when their turn comes: their p-value given
+    # pa(i) ∪ pa(j) is computed ahead in batches, and only the others one by one.
+    for lo in range(0, len(cand), F2_BATCH):
+        batch = cand[lo:lo + F2_BATCH]
+        for (i, j), pv in zip(batch.tolist(), conditioned_pvalues(z, batch, parents, n).tolist()):
+            extra = linked.get(i, set()) | linked.get(j, set())
+            if extra:
+                pv = _pcor_pvalue(z, i, j, sorted((set(parents[i].tolist()) | set(parents[j].tolist()) | extra)
+                                                  - {i, j}), n)
+            if pv < alpha2:
+                accepted.append((i, j))
+                linked.setdefault(i, set()).add(j)
+                linked.setdefault(j, set()).add(i)
     stats.f2_candidates = len(accepted)
     stats.seconds["f2"] = time.perf_counter() - start
 
