@@ -16,8 +16,8 @@ from hpc.graphs.pdag import PDAG
 from hpc.executors import DaskExecutor, SerialExecutor
 from hpc.pef.checkpoint import RunCheckpoint
 from hpc.pef.fusion import FusionConfig, ParentSets, fisher_z_pvalues, fuse, partial_correlations, screen_block
-from hpc.pef.partition import (PartitionConfig, average_linkage, cut, distance_matrix, large_cluster_counts,
-                               merge_small, partition, standardize)
+from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cut, distance_matrix,
+                               large_cluster_counts, merge_small, partition, standardize)
 from hpc.pef.pipeline import PEF, WallLimitHit, screener
 
 
@@ -50,6 +50,16 @@ def test_large_cluster_counts_by_hand():
     # 4 points: merge (0,1) -> 4, then (2,3) -> 5, then (4,5).
     z = np.array([[0, 1, 0.1, 2], [2, 3, 0.2, 2], [4, 5, 0.5, 4]])
     assert large_cluster_counts(z, 4, 2).tolist() == [0, 1, 2, 1]  # K = 4, 3, 2, 1
+
+
+def test_cluster_distances_are_mean_one_minus_abs_correlation_over_variable_pairs():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((300, 40))
+    x[:, 1:] += 0.5 * x[:, :-1]
+    labels = rng.integers(0, 5, 40)  # unsorted, runs cross the 7-column blocks
+    d = 1 - np.abs(np.corrcoef(x, rowvar=False))
+    expected = np.array([[d[np.ix_(labels == a, labels == b)].mean() for b in range(5)] for a in range(5)])
+    assert np.allclose(cluster_distances(x, labels, block=7), expected, atol=1e-6)
 
 
 def test_merge_small_joins_each_small_cluster_to_its_nearest():

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from hpc.checks import check_number
 from hpc.errors import PsleError
@@ -181,15 +180,24 @@ def cut(z: np.ndarray, p: int, k: int) -> np.ndarray:
 
 
 def cluster_distances(x: np.ndarray, labels: np.ndarray, block: int = 2048) -> np.ndarray:
-    """Average 1 - |r| between every two clusters (k x k), without a p x p matrix."""
-    z = standardize(x)
-    p, k = z.shape[1], int(labels.max()) + 1
-    member = sp.csr_matrix((np.ones(p, dtype=np.float64), (np.arange(p), labels)), shape=(p, k))
+    """Average 1 - |r| between every two clusters (k x k), without a p x p matrix.
+
+    Variables are put in cluster order first, so each block of |r| is summed per cluster by
+    `np.add.reduceat` over contiguous runs (in float64), along its columns and then its rows.
+    """
+    k = int(labels.max()) + 1
+    order = np.argsort(labels, kind="stable")
+    z = standardize(x)[:, order]
+    sorted_labels = labels[order]
+    starts = np.flatnonzero(np.r_[True, sorted_labels[1:] != sorted_labels[:-1]])
+    present = sorted_labels[starts]
     total = np.zeros((k, k))
-    for lo in range(0, p, block):
-        hi = min(lo + block, p)
-        r = np.abs(z[:, lo:hi].T @ z).astype(np.float64)  # (block, p)
-        total += member[lo:hi].T @ (member.T @ r.T).T
+    for lo in range(0, z.shape[1], block):
+        hi = min(lo + block, z.shape[1])
+        r = np.abs(z[:, lo:hi].T @ z)  # (block, p)
+        by_column = np.add.reduceat(r, starts, axis=1, dtype=np.float64)  # (block, clusters present)
+        runs = np.flatnonzero(np.r_[True, sorted_labels[lo + 1:hi] != sorted_labels[lo:hi - 1]])
+        total[np.ix_(sorted_labels[lo + runs], present)] += np.add.reduceat(by_column, runs, axis=0)
     sizes = np.bincount(labels, minlength=k).astype(np.float64)
     return 1.0 - total / np.outer(sizes, sizes)
 
