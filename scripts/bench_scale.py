@@ -1,6 +1,6 @@
 """Seconds and peak memory of PEF's partition and fusion steps at 10,000–30,000 variables.
 
-The two steps around the learners are where PEF's cost grows with p² (issue 4, item 5). To
+The two steps around the learners are where PEF's cost grows with p². To
 measure them alone, each cluster's estimate is the true DAG restricted to the cluster (an
 oracle), so fusion sees realistic parent sets and its added edges can be scored against the
 true cross-cluster edges. Fusion's screening runs on a dask LocalCluster, as in `psle learn`.

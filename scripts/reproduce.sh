@@ -19,7 +19,7 @@ run() { psle-experiment -m progress=false "$@" "${extra[@]}"; }
 NETS=alarm,asia,cancer,child,earthquake,hailfinder,healthcare,mildew,survey   # pigs runs last: it is slow
 for stage in "${stages[@]}"; do
   case "$stage" in
-    alarm)           # issue 4/5 figures: the five PEF methods on Alarm-1000, ten seeds
+    alarm)           # the five PEF methods on Alarm-1000, ten seeds
       run experiment=paper_table_1000 dataset.network=alarm 'seed=range(0,10)'
       run experiment=paper_table_1000 method=p-pc-stable-numpy dataset.network=alarm 'seed=range(0,10)' ;;
     table)           # table results_1000: the other networks, three seeds (the paper used ten)
