@@ -298,7 +298,7 @@ def _selector_score(args: argparse.Namespace) -> None:
     if args.selector:
         selector = load_selector(args.selector)
         _, _, examples = _selection_examples(args.records, (selector.portfolio_name, selector.portfolio), [])
-        orders = [selector.choose(e.features, len(selector.portfolio))[0] for e in examples]
+        orders = selector.orders([e.features for e in examples])
         rows = [{"held_out": "-", **selection_quality(examples, orders, args.top_k)}]
     else:
         name, members, examples = _selection_examples(args.records, args.portfolio, [])

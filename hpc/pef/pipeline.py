@@ -151,7 +151,7 @@ class PEF:
             return plans
         features = np.stack([cluster_features(covs[c], n) for c in multi])
         for c, row, score in zip(multi, features, self._selector().rank(features)):
-            order = order_of(score, len(self.members))
+            order = order_of(score)
             plans[c] = order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
                                             "scores": [round(float(q), 4) for q in score], "order": order}
         return plans

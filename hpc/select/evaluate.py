@@ -63,6 +63,6 @@ def cross_validate(examples: list[Example], target: str, portfolio_name: str, po
         train = [e for e in examples if key(e) != held]
         test = [e for e in examples if key(e) == held]
         selector = Selector.from_examples(train, target, portfolio_name, portfolio)
-        orders = [selector.choose(e.features, len(portfolio))[0] for e in test]
+        orders = selector.orders([e.features for e in test])
         rows.append({"held_out": held, **selection_quality(test, orders, top_k)})
     return rows

@@ -170,10 +170,10 @@ class Selector:
             out[:, self.model_.classes_] = self.model_.predict_proba(table)
         return out[0] if rows.ndim == 1 else out
 
-    def choose(self, features: np.ndarray, top_k: int = 1) -> tuple[list[int], np.ndarray]:
-        """The `top_k` best-scored members (best first; ties by portfolio order) and all scores."""
-        score = self.rank(features)
-        return order_of(score, top_k), score
+    def orders(self, features: np.ndarray) -> list[list[int]]:
+        """Every member of the portfolio, best-scored first (ties by portfolio order), for each row of a
+        (clusters x features) matrix."""
+        return [order_of(score) for score in self.rank(np.atleast_2d(features))]
 
     @property
     def model_kind(self) -> str:
@@ -200,9 +200,9 @@ class Selector:
         write_text_atomic(path, dumps(self.document()) + "\n")
 
 
-def order_of(score: np.ndarray, top_k: int) -> list[int]:
-    """The `top_k` best-scored members of one score row, best first; ties by portfolio order."""
-    return sorted(range(len(score)), key=lambda k: (-score[k], k))[:top_k]
+def order_of(score: np.ndarray) -> list[int]:
+    """The members of one score row, best-scored first; ties by portfolio order."""
+    return sorted(range(len(score)), key=lambda k: (-score[k], k))
 
 
 def _digest(body: dict[str, Any]) -> str:
