@@ -9,7 +9,7 @@ both directions beats the penalty, never closing a cycle.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -166,10 +166,15 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: Par
     return np.concatenate(found_pairs).astype(np.int64), np.concatenate(found_p), len(ii)
 
 
+def conditioning_set(parents: ParentSets, i: int, j: int, extra: Set[int] = frozenset()) -> list[int]:
+    """What F2 tests the pair (i, j) given: pa(i) ∪ pa(j) ∪ `extra` (its accepted neighbours), minus i and j."""
+    return sorted((set(parents[i].tolist()) | set(parents[j].tolist()) | extra) - {i, j})
+
+
 def conditioned_pvalues(z: np.ndarray, pairs: np.ndarray, parents: ParentSets, n: int) -> np.ndarray:
     """Fisher's z p-value of every pair (i, j) given pa(i) ∪ pa(j) minus {i, j}, from the standardized
     data `z`: the small covariance matrices are built and solved in batches of equal conditioning size."""
-    conds = [np.setdiff1d(np.union1d(parents[i], parents[j]), (i, j)) for i, j in pairs.tolist()]
+    conds = [conditioning_set(parents, i, j) for i, j in pairs.tolist()]
     sizes = np.fromiter(map(len, conds), dtype=np.int64, count=len(conds))
     out = np.empty(len(pairs))
     for k in np.unique(sizes).tolist():
@@ -260,8 +265,7 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
         for (i, j), pv in zip(batch.tolist(), conditioned_pvalues(z, batch, parents, n).tolist()):
             extra = linked.get(i, set()) | linked.get(j, set())
             if extra:
-                pv = _pcor_pvalue(z, i, j, sorted((set(parents[i].tolist()) | set(parents[j].tolist()) | extra)
-                                                  - {i, j}), n)
+                pv = _pcor_pvalue(z, i, j, conditioning_set(parents, i, j, extra), n)
             if pv < alpha2:
                 accepted.append((i, j))
                 linked.setdefault(i, set()).add(j)
