@@ -68,11 +68,26 @@ def test_report_files_are_written_and_say_where_we_trail(results, tmp_path):
     assert "|  | T (s) | 10.0±0.0 | > 60 |" in text
     assert "|  | Mem (MB) | 502±2 | 500 |" in text  # seeds 0-5 used 500..505 MB
     assert "| Impro. ratio | F1-adj | 60.0% |  |" in text
-    assert "alarm-100 F1-arrow: P/SLE 0.70 trails P/fGES 0.75 by 0.05 (not significantly worse" in text
+    assert ("alarm-100 F1-arrow: P/SLE 0.70 trails P/fGES 0.75 by 0.05, means over 6 seeds (not significantly "
+            "worse: one-sided Wilcoxon over 6 paired seeds, p = ") in text
     long = pd.read_csv(out / "exp.csv")
     row = long[(long.network == "alarm") & (long.method == "p-fges") & (long.metric == "shd")].iloc[0]
     assert row["mean"] == 200 and row["seeds"] == 6 and not row["not_significantly_worse"]
     assert len(pd.read_csv(out / "results.csv")) == 14
+
+
+def test_a_shortfall_names_the_paired_seeds_and_the_p_value(tmp_path):
+    # The rival ran seeds 0-4 only; ours ran 0-9 and is worse on each of the five shared seeds, by distinct
+    # amounts: the exact one-sided Wilcoxon p is 1 / 2^5 = 0.031, over 5 paired seeds, not 10.
+    for s in range(10):
+        write(tmp_path, "p-sle", "alarm", 100, s, f1_adjacent=0.7 - 0.01 * s if s < 5 else 0.7, f1_arrowhead=0.5, shd=100)
+    for s in range(5):
+        write(tmp_path, "boss", "alarm", 100, s, f1_adjacent=0.9, f1_arrowhead=0.5, shd=100)
+    out = tmp_path / "report"
+    run = subprocess.run([*PSLE, "report", str(tmp_path), "-o", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert ("F1-adj: P/SLE 0.69 trails BOSS 0.90 by 0.21, means over 10 and 5 seeds (significantly worse: "
+            "one-sided Wilcoxon over 5 paired seeds, p = 0.031)") in (out / "REPORT.md").read_text()
 
 
 def test_curves_are_drawn_when_a_network_has_several_sizes(tmp_path):

@@ -104,9 +104,12 @@ def shortfalls(frame: pd.DataFrame, tables: Tables, ours: str = OURS) -> list[st
                 notes.append(f"{n}-{v}: {display_name(ours)} did not finish every seed; {display_name(winner)} is best "
                              f"on {LABELS[metric]}.")
                 continue
-            gap = abs(cells[(n, v, winner)].mean - mine.mean)
+            best = cells[(n, v, winner)]
+            gap = abs(best.mean - mine.mean)
             verdict = "not significantly" if mine.bold else "significantly"
+            seeds = f"{mine.n} seeds" if mine.n == best.n else f"{mine.n} and {best.n} seeds"
             notes.append(f"{n}-{v} {LABELS[metric]}: {display_name(ours)} {_number(mine.mean, metric)} trails "
-                         f"{display_name(winner)} {_number(cells[(n, v, winner)].mean, metric)} by "
-                         f"{_number(gap, metric)} ({verdict} worse, Wilcoxon p = 0.05 over {mine.n} seeds).")
+                         f"{display_name(winner)} {_number(best.mean, metric)} by {_number(gap, metric)}, means over "
+                         f"{seeds} ({verdict} worse: one-sided Wilcoxon over {mine.paired} paired seeds, "
+                         f"p = {mine.p_value:.3f}).")
     return notes

@@ -31,6 +31,8 @@ class Cell:
     complete: bool
     best: bool = False
     bold: bool = False
+    p_value: float = math.nan  # one-sided Wilcoxon p that this cell is worse than the best (nan: not tested)
+    paired: int = 0            # seeds the test paired with the best cell
 
 
 def datasets(frame: pd.DataFrame) -> list[tuple[str, int]]:
@@ -72,17 +74,19 @@ def cell(frame: pd.DataFrame, network: str, nodes: int, method: str, metric: str
     return Cell(mean, std, len(runs), complete)
 
 
-def not_worse(best: pd.Series, other: pd.Series, higher: bool) -> bool:
-    """Wilcoxon signed-rank over paired seeds: is `other` NOT significantly worse than `best`?"""
+def worse_test(best: pd.Series, other: pd.Series, higher: bool) -> tuple[float, int]:
+    """One-sided Wilcoxon signed-rank over the seeds both cells ran: (p that `other` is worse than
+    `best`, number of paired seeds). No paired seed gives p = 0 (nothing shows it is not worse);
+    identical values give p = 1."""
     paired = pd.concat([best, other], axis=1, join="inner").dropna()
     diff = (paired.iloc[:, 1] - paired.iloc[:, 0]).to_numpy(dtype=float)
     if not higher:
         diff = -diff
     if len(diff) == 0:
-        return False
+        return 0.0, 0
     if np.all(diff == 0):
-        return True
-    return bool(wilcoxon(diff, alternative="less").pvalue >= ALPHA)
+        return 1.0, len(diff)
+    return float(wilcoxon(diff, alternative="less").pvalue), len(diff)
 
 
 def table(frame: pd.DataFrame, metric: str) -> dict[tuple[str, int, str], Cell]:
@@ -104,8 +108,10 @@ def table(frame: pd.DataFrame, metric: str) -> dict[tuple[str, int, str], Cell]:
 
         for m, c in cells.items():
             is_best = m == best or (best is not None and c.complete and c.mean == cells[best].mean)
-            bold = c.complete and best is not None and (is_best or not_worse(per_seed(best), per_seed(m), higher))
-            out[(network, nodes, m)] = Cell(c.mean, c.std, c.n, c.complete, is_best, bold)
+            p_value, paired = (worse_test(per_seed(best), per_seed(m), higher)
+                               if c.complete and best is not None and not is_best else (math.nan, 0))
+            bold = c.complete and best is not None and (is_best or p_value >= ALPHA)
+            out[(network, nodes, m)] = Cell(c.mean, c.std, c.n, c.complete, is_best, bold, p_value, paired)
     return out
 
 
