@@ -1,0 +1,106 @@
+"""Which selector model chooses best on clusters of a family it has never seen?
+
+Cross-validates model variants on selection records (`psle records`), holding out one family (or
+one problem) at a time, and scores each with the policy PEF uses (hpc.select.evaluate): run the
+top-ranked member, fall back where it fails, size-weighted Q = F1-adjacency + F1-arrowhead.
+
+    python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] [--portfolio portfolio] [--by family]
+
+Variants (all scikit-learn forests; censored runs, those that hit the records' time limit, are unknown):
+- `per-member`: one regressor of Q per member, fit where that member's Q is known (what ships).
+- `multi-output`: one regressor of the whole Q vector, censored entries filled in by `per-member`'s
+  predictions; shared leaves make the members' predicted differences come from the same clusters.
+- `pairwise`: SATzilla 2012's cost-sensitive pairwise voting: a classifier per member pair, each
+  cluster weighted by the Q difference; the member with the most (probability-weighted) votes wins.
+- `backup`: no model, the member with the best size-weighted Q on the training clusters.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+from hpc.cli import _selection_examples
+from hpc.select.evaluate import selection_quality
+from hpc.select.selector import FOREST, Example, order_of, scores
+
+Model = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def per_member(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    out = []
+    for k in range(y.shape[1]):
+        known = np.isfinite(y[:, k])
+        out.append(RandomForestRegressor(**FOREST).fit(x[known], y[known, k], sample_weight=w[known]).predict(test))
+    return np.column_stack(out)
+
+
+def multi_output(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    filled = np.where(np.isfinite(y), y, per_member(x, y, w, x))
+    return RandomForestRegressor(**FOREST).fit(x, filled, sample_weight=w).predict(test)
+
+
+def pairwise(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    votes = np.zeros((len(test), y.shape[1]))
+    for i in range(y.shape[1]):
+        for j in range(i + 1, y.shape[1]):
+            diff = y[:, i] - y[:, j]
+            use = np.isfinite(diff) & (np.abs(diff) > 1e-9)
+            wins = diff[use] > 0
+            if not use.any():
+                continue
+            if wins.all() or not wins.any():
+                votes[:, i if wins[0] else j] += 1.0
+                continue
+            model = RandomForestClassifier(**FOREST).fit(x[use], wins, sample_weight=np.abs(diff[use]) * w[use])
+            p_i = model.predict_proba(test)[:, list(model.classes_).index(True)]
+            votes[:, i] += p_i
+            votes[:, j] += 1.0 - p_i
+    return votes
+
+
+def backup(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    best = int(np.argmax((np.nan_to_num(y) * w[:, None]).sum(axis=0)))
+    return np.tile(np.eye(y.shape[1])[best], (len(test), 1))
+
+
+MODELS: dict[str, Model] = {"per-member": per_member, "multi-output": multi_output, "pairwise": pairwise,
+                            "backup": backup}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("records", nargs="+")
+    ap.add_argument("--portfolio", default="portfolio")
+    ap.add_argument("--by", choices=("family", "problem"), default="family")
+    args = ap.parse_args()
+    _, members, examples = _selection_examples(args.records, args.portfolio, [])
+    key: Callable[[Example], str] = (lambda e: e.family) if args.by == "family" else (lambda e: e.group)
+    groups = sorted({key(e) for e in examples})
+    table: dict[str, dict[str, dict]] = {name: {} for name in MODELS}
+    for held in groups:
+        train = [e for e in examples if key(e) != held and e.ok.any()]
+        test = [e for e in examples if key(e) == held]
+        x = np.stack([e.features for e in train])
+        y = np.stack([scores(e, "truth") for e in train])
+        w = np.array([float(e.size) for e in train])
+        t = np.stack([e.features for e in test])
+        for name, model in MODELS.items():
+            table[name][held] = selection_quality(test, [order_of(s) for s in model(x, y, w, t)])
+    sizes = {g: sum(e.size for e in examples if key(e) == g) for g in groups}
+    print(f"{len(examples)} clusters, {len(members)} members, held out by {args.by}; Q per held-out group, "
+          "then the size-weighted mean")
+    print("| model | " + " | ".join(groups) + " | mean |\n|---|" + "---|" * (len(groups) + 1))
+    rows = [(name, [table[name][g]["q"] for g in groups]) for name in MODELS]
+    rows += [(label, [table["backup"][g][field] for g in groups]) for label, field in
+             (("best single in hindsight", "q_best_single"), ("per-cluster oracle", "q_oracle"))]
+    for name, values in rows:
+        mean = sum(v * sizes[g] for v, g in zip(values, groups)) / sum(sizes.values())
+        print(f"| {name} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {mean:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
