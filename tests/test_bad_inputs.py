@@ -159,8 +159,7 @@ def test_ctrl_c_stops_the_workers_in_one_line(tmp_path):
     # Every member on every cluster: with the selector's one member per cluster, the run can end
     # within the 2 s before the interrupt.
     proc = subprocess.Popen([PSLE, "learn", "a.h5", "--selection", "all", "--workers", "2", "-o", "g.json"],
-                            cwd=tmp_path,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
     seen = []
     while not any(ln.startswith("psle: partition:") for ln in seen):  # workers up, members about to run
         line = proc.stderr.readline()

@@ -80,7 +80,8 @@ def test_a_shortfall_names_the_paired_seeds_and_the_p_value(tmp_path):
     # The rival ran seeds 0-4 only; ours ran 0-9 and is worse on each of the five shared seeds, by distinct
     # amounts: the exact one-sided Wilcoxon p is 1 / 2^5 = 0.031, over 5 paired seeds, not 10.
     for s in range(10):
-        write(tmp_path, "p-sle", "alarm", 100, s, f1_adjacent=0.7 - 0.01 * s if s < 5 else 0.7, f1_arrowhead=0.5, shd=100)
+        write(tmp_path, "p-sle", "alarm", 100, s, f1_adjacent=0.7 - 0.01 * s if s < 5 else 0.7, f1_arrowhead=0.5,
+              shd=100)
     for s in range(5):
         write(tmp_path, "boss", "alarm", 100, s, f1_adjacent=0.9, f1_arrowhead=0.5, shd=100)
     out = tmp_path / "report"
