@@ -9,8 +9,9 @@ The models are scikit-learn random forests (see Selector), as in SATzilla- and A
 per-instance algorithm selection. Where the chosen member fails, PEF falls back to the next
 best-scored one, and the evaluation in hpc.select.evaluate scores that same policy. A selector
 file is JSON holding the portfolio, the training examples and the model's settings, with a
-checksum; loading re-fits the forest from them (deterministic, under a second). Nothing is unpickled, so a file from anywhere is safe to
-load, and a file stays usable across scikit-learn versions.
+checksum; the forests are re-fit from them when first used (deterministic, a few seconds).
+Nothing is unpickled, so a file from anywhere is safe to load, and a file stays usable across
+scikit-learn versions.
 
 A run that hit the records' time limit is censored, not scored 0: at use time there is usually no
 such limit and the member would have finished, so its Q is unknown (null in the file) and that
@@ -24,7 +25,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -127,23 +128,30 @@ class Selector:
         if self.y.shape != (len(self.x), len(portfolio)):
             raise PsleError(f"selector targets must have one column per member of the {len(portfolio)}-member "
                             f"portfolio, got shape {self.y.shape}")
+        if target == "truth" and not np.isfinite(self.y).any(axis=0).all():
+            raise PsleError("every portfolio member needs at least one training cluster where it finished")
+
+    @cached_property
+    def models_(self) -> list[Any]:
+        """The fitted forests: one regressor per member (`truth`) or one classifier (`bic`).
+
+        Fit on first use, not on load: a selector is loaded to check a run's settings before any
+        work, and the refit (seconds) is only worth paying once a run needs a prediction. Fit on
+        every allocated core (threads: the same trees whatever their number), then predict in one
+        thread (a cluster is one row).
+        """
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
         from hpc.executors import allocated_cpus
 
-        # Loading a selector refits it (nothing is unpickled), so fit on every allocated core (threads:
-        # the same trees whatever their number), then predict in one thread (a cluster is one row).
         cores = allocated_cpus()
-        if target == "truth":
-            known = np.isfinite(self.y)
-            if not known.any(axis=0).all():
-                raise PsleError("every portfolio member needs at least one training cluster where it finished")
-            self.models_ = [RandomForestRegressor(**FOREST, n_jobs=cores).fit(
-                self.x[known[:, k]], self.y[known[:, k], k], sample_weight=self.w[known[:, k]]).set_params(n_jobs=1)
-                for k in range(len(portfolio))]
-        else:
-            self.model_ = RandomForestClassifier(**FOREST, n_jobs=cores).fit(
-                self.x, self.y.argmax(axis=1), sample_weight=self.w).set_params(n_jobs=1)
+        if self.target == "bic":
+            return [RandomForestClassifier(**FOREST, n_jobs=cores).fit(
+                self.x, self.y.argmax(axis=1), sample_weight=self.w).set_params(n_jobs=1)]
+        known = np.isfinite(self.y)
+        return [RandomForestRegressor(**FOREST, n_jobs=cores).fit(
+            self.x[known[:, k]], self.y[known[:, k], k], sample_weight=self.w[known[:, k]]).set_params(n_jobs=1)
+            for k in range(len(self.portfolio))]
 
     @classmethod
     def from_examples(cls, examples: list[Example], target: str, portfolio_name: str,
@@ -166,8 +174,9 @@ class Selector:
         if self.target == "truth":
             out = np.column_stack([m.predict(table) for m in self.models_])
         else:
+            model = self.models_[0]
             out = np.zeros((len(table), len(self.portfolio)))
-            out[:, self.model_.classes_] = self.model_.predict_proba(table)
+            out[:, model.classes_] = model.predict_proba(table)
         return out[0] if rows.ndim == 1 else out
 
     def orders(self, features: np.ndarray) -> list[list[int]]:
