@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from scipy.stats import norm
+from scipy.special import ndtri
 
 FEATURES: tuple[str, ...] = (
     "log_p", "log_n", "p_over_n",
@@ -76,7 +76,7 @@ def cluster_features(cov: np.ndarray, n: int) -> np.ndarray:
     q50, q90, q99 = np.quantile(pairs, [0.5, 0.9, 0.99])
 
     # Fisher z: |atanh r| sqrt(n - 3) > z_(1 - alpha/2).
-    z_crit = norm.ppf(1 - ALPHA / 2) / np.sqrt(max(n - 3, 1))
+    z_crit = ndtri(1 - ALPHA / 2) / np.sqrt(max(n - 3, 1))
     marginal = np.abs(np.arctanh(np.clip(r, -0.999999, 0.999999))) > z_crit
     np.fill_diagonal(marginal, False)
     m_deg = marginal.sum(axis=1).astype(np.float64)
