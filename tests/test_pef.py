@@ -247,6 +247,7 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
                        rtol=1e-9, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     rng = np.random.default_rng(5)
     dag, x = two_blocks(rng, size=30, n=1000, cross=[(3, 40)])
@@ -371,6 +372,7 @@ def test_context_variables_are_the_most_correlated_outside_ones():
     assert len(context_variables(z, np.arange(6), 3)) == 0
 
 
+@pytest.mark.slow
 def test_context_lets_clusters_see_outside_parents_and_keeps_only_their_own_edges():
     from hpc.graphs.metrics import evaluate
     from hpc.pef.partition import PartitionConfig
