@@ -253,35 +253,13 @@ def _records(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
-def _selection_examples(paths: list[str], portfolio: str | tuple[str, list] | None, exclude: list[str]):
-    """Examples from records files joined per cluster (shards of one portfolio, or other members run on
-    the same problems), restricted to `portfolio`'s members (a conf/sle name or .yaml, a (name, members)
-    pair, or None for every member the records ran)."""
-    from hpc.learners.ensemble import load_sle
-    from hpc.select.records import join_records, read_records
-    from hpc.select.selector import examples_from_rows
-
-    recorded, rows = join_records([(p, read_records(p)) for p in paths])
-    if isinstance(portfolio, tuple):
-        name, members = portfolio
-    else:
-        name, members = load_sle(portfolio) if portfolio else ("portfolio", recorded)
-    missing = [m for m in members if m not in recorded]
-    if missing:
-        raise PsleError(f"portfolio {name}: member {missing[0]} was not run in the records")
-    index = [recorded.index(m) for m in members]
-    examples = [e for e in examples_from_rows(rows, index) if e.family not in exclude]
-    if not examples:
-        raise PsleError(f"no cluster in {', '.join(paths)} has a record for every member of {name}")
-    return name, members, examples
-
-
 def _selector_fit(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
+    from hpc.select.examples import load_examples
     from hpc.select.selector import Selector
 
     check_output(args.output, (".json",), "the selector file", inputs=tuple(args.records))
-    name, members, examples = _selection_examples(args.records, args.portfolio, args.exclude_families)
+    name, members, examples = load_examples(args.records, args.portfolio, args.exclude_families)
     families = sorted({e.family for e in examples})
     provenance = {"records": [Path(p).name for p in args.records], "families": families,
                   "excluded_families": sorted(args.exclude_families)}
@@ -293,15 +271,16 @@ def _selector_fit(args: argparse.Namespace) -> None:
 
 def _selector_score(args: argparse.Namespace) -> None:
     from hpc.select.evaluate import cross_validate, selection_quality
+    from hpc.select.examples import load_examples
     from hpc.select.selector import load_selector
 
     if args.selector:
         selector = load_selector(args.selector)
-        _, _, examples = _selection_examples(args.records, (selector.portfolio_name, selector.portfolio), [])
+        _, _, examples = load_examples(args.records, (selector.portfolio_name, selector.portfolio), [])
         orders = selector.orders([e.features for e in examples])
         rows = [{"held_out": "-", **selection_quality(examples, orders, args.top_k)}]
     else:
-        name, members, examples = _selection_examples(args.records, args.portfolio, [])
+        name, members, examples = load_examples(args.records, args.portfolio, [])
         rows = cross_validate(examples, args.target, name, members, args.by, args.top_k)
     if args.json:
         print(dumps(rows))

@@ -23,19 +23,16 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-from hpc.cli import _selection_examples
 from hpc.select.evaluate import selection_quality
-from hpc.select.selector import FOREST, Example, order_of, scores
+from hpc.select.examples import Example, load_examples, scores
+from hpc.select.selector import FOREST, Selector, order_of
 
 Model = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def per_member(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
-    out = []
-    for k in range(y.shape[1]):
-        known = np.isfinite(y[:, k])
-        out.append(RandomForestRegressor(**FOREST).fit(x[known], y[known, k], sample_weight=w[known]).predict(test))
-    return np.column_stack(out)
+    portfolio = [{"member": k} for k in range(y.shape[1])]  # the selector's models never read the specs
+    return Selector("truth", "cross-validation", portfolio, x, y, w).rank(test)
 
 
 def multi_output(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -77,7 +74,7 @@ def main() -> None:
     ap.add_argument("--portfolio", default="portfolio")
     ap.add_argument("--by", choices=("family", "problem"), default="family")
     args = ap.parse_args()
-    _, members, examples = _selection_examples(args.records, args.portfolio, [])
+    _, members, examples = load_examples(args.records, args.portfolio)
     key: Callable[[Example], str] = (lambda e: e.family) if args.by == "family" else (lambda e: e.group)
     groups = sorted({key(e) for e in examples})
     table: dict[str, dict[str, dict]] = {name: {} for name in MODELS}

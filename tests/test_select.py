@@ -17,7 +17,8 @@ from hpc.executors import SerialExecutor
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.records import RecordsConfig, build_records, read_records, record_problems, restricted_truth
-from hpc.select.selector import Example, Selector, examples_from_rows, label, load_selector, scores
+from hpc.select.examples import Example, examples_from_rows, label, load_examples, scores
+from hpc.select.selector import Selector, load_selector
 
 PSLE = [sys.executable, "-m", "hpc.cli"]
 PAIR = [{"method": "fges", "penalty": 2.0, "max_parents": 1000, "faithfulness": False},
@@ -262,7 +263,6 @@ def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
 
 
 def test_records_of_other_members_on_the_same_problems_join_per_cluster(small_records, tmp_path):
-    from hpc.cli import _selection_examples
     from hpc.select.records import join_records
 
     path, config, store = small_records
@@ -272,7 +272,7 @@ def test_records_of_other_members_on_the_same_problems_join_per_cluster(small_re
     members, rows = join_records([(str(path), read_records(path)), (str(other), read_records(other))])
     assert members == [*PAIR, extra[0]]  # PAIR[1] ran in both: recorded once, the first file's run kept
     assert len(rows) == len(store.rows) // 2 * 3
-    name, chosen, examples = _selection_examples([str(path), str(other)], None, [])
+    name, chosen, examples = load_examples([str(path), str(other)], None, [])
     assert chosen == members and all(len(e.quality) == 3 for e in examples)
     first = {r["key"]: r for r in read_records(path)["rows"]}
     assert all(first[r["key"]]["seconds"] == r["seconds"] for r in rows if r["key"] in first)

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from hpc.select.selector import Example, Selector, label
+from hpc.select.examples import Example, label
+from hpc.select.selector import Selector
 
 
 def play(example: Example, order: list[int], top_k: int = 1) -> tuple[int, float]:

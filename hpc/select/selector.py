@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import numpy as np
 from hpc.autosle.checkpoint import canonical
 from hpc.errors import PsleError
 from hpc.jsontext import dumps
+from hpc.select.examples import Example, scores
 from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
@@ -44,64 +44,6 @@ FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "r
 
 def shipped_dir() -> Path:
     return Path(__file__).resolve().parent / "selectors"
-
-
-@dataclass(frozen=True)
-class Example:
-    """One cluster of the records: features, size, and per portfolio member its status, BIC, Q and seconds."""
-
-    group: str  # the problem it came from
-    family: str
-    features: np.ndarray
-    size: int
-    ok: np.ndarray
-    bic: np.ndarray
-    quality: np.ndarray
-    seconds: np.ndarray
-    timed_out: np.ndarray
-
-
-def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[Example]:
-    """Clusters with a record for every one of `members` (indices into the records' portfolio)."""
-    by_cluster: dict[str, dict[int, dict[str, Any]]] = {}
-    for r in rows:
-        cluster, _, m = r["key"].rpartition("#")
-        by_cluster.setdefault(cluster, {})[int(m)] = r
-    out = []
-    for cluster, runs in by_cluster.items():
-        if not all(m in runs for m in members):
-            continue
-        rs = [runs[m] for m in members]
-        ok = np.array([r["status"] == "ok" for r in rs])
-        problem = json.loads(cluster.rpartition("#")[0])
-        out.append(Example(
-            cluster.rpartition("#")[0], problem["family"], np.asarray(rs[0]["features"], dtype=np.float64),
-            int(rs[0]["size"]), ok,
-            np.array([r["bic"] if o else -np.inf for r, o in zip(rs, ok)]),
-            np.array([r["f1_adjacent"] + r["f1_arrowhead"] if o else 0.0 for r, o in zip(rs, ok)]),
-            np.array([r["seconds"] for r in rs]), np.array([r["status"] == "timed out" for r in rs])))
-    return out
-
-
-def label(example: Example, target: str) -> int:
-    """The member to run: best BIC or best Q among successful runs; ties go to the fastest (and with
-    no successful run, where every choice is as bad, the fastest to fail)."""
-    if not example.ok.any():
-        return int(np.argmin(example.seconds))
-    value = np.where(example.ok, example.bic if target == "bic" else example.quality, -np.inf)
-    best = np.flatnonzero(np.isclose(value, value.max(), rtol=0, atol=1e-9) & example.ok)
-    return int(best[np.argmin(example.seconds[best])])
-
-
-def scores(example: Example, target: str) -> np.ndarray:
-    """What the model learns per member: `truth`, each member's Q (0 where it failed, as a run that
-    gave nothing; NaN, unknown, where it timed out); `bic`, a one-hot row marking the BIC winner (BIC
-    values do not compare across clusters)."""
-    if target == "truth":
-        return np.where(example.timed_out, np.nan, np.where(example.ok, example.quality, 0.0))
-    row = np.zeros(len(example.quality))
-    row[label(example, "bic")] = 1.0
-    return row
 
 
 class Selector:
