@@ -5,6 +5,11 @@ one problem) at a time, and scores each with the policy PEF uses (hpc.select.eva
 top-ranked member, fall back where it fails, size-weighted Q = F1-adjacency + F1-arrowhead.
 
     python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] [--portfolio portfolio] [--by family]
+    python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] --curve
+
+`--curve` asks whether more records would help the shipped model: 5-fold cross-validation by
+problem (every family in training and test), training on a random fraction of the other folds'
+problems (three draws per fraction below 1).
 
 Variants (all scikit-learn forests; censored runs, those that hit the records' time limit, are unknown):
 - `per-member`: one regressor of Q per member, fit where that member's Q is known (what ships).
@@ -68,13 +73,43 @@ MODELS: dict[str, Model] = {"per-member": per_member, "multi-output": multi_outp
                             "backup": backup}
 
 
+def learning_curve(examples: list[Example], fractions: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)) -> None:
+    groups = sorted({e.group for e in examples})
+    order = np.random.default_rng(0).permutation(len(groups))
+    folds = [{groups[i] for i in order[k::5]} for k in range(5)]
+    print(f"{len(examples)} clusters of {len(groups)} problems, 5 folds by problem; per-member model\n"
+          "| fraction of training problems | Q (mean over draws) | Q per draw |\n|---|---|---|")
+    for fraction in fractions:
+        draws = []
+        for seed in range(3 if fraction < 1 else 1):
+            rng = np.random.default_rng(seed)
+            total = weight = 0.0
+            for fold in folds:
+                pool = sorted(set(groups) - fold)
+                keep = set(rng.choice(pool, size=max(1, round(fraction * len(pool))), replace=False))
+                train = [e for e in examples if e.group in keep and e.ok.any()]
+                test = [e for e in examples if e.group in fold]
+                predicted = per_member(np.stack([e.features for e in train]),
+                                       np.stack([scores(e, "truth") for e in train]),
+                                       np.array([float(e.size) for e in train]), np.stack([e.features for e in test]))
+                size = sum(e.size for e in test)
+                total += selection_quality(test, [order_of(s) for s in predicted])["q"] * size
+                weight += size
+            draws.append(total / weight)
+        print(f"| {fraction:g} | {np.mean(draws):.3f} | " + ", ".join(f"{d:.3f}" for d in draws) + " |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="+")
     ap.add_argument("--portfolio", default="portfolio")
     ap.add_argument("--by", choices=("family", "problem"), default="family")
+    ap.add_argument("--curve", action="store_true", help="Q against the amount of training records")
     args = ap.parse_args()
     _, members, examples = load_examples(args.records, args.portfolio)
+    if args.curve:
+        learning_curve(examples)
+        return
     key: Callable[[Example], str] = (lambda e: e.family) if args.by == "family" else (lambda e: e.group)
     groups = sorted({key(e) for e in examples})
     table: dict[str, dict[str, dict]] = {name: {} for name in MODELS}
