@@ -117,6 +117,7 @@ def test_ensemble_quality_by_objective_by_hand():
     assert "objective" not in TrainConfig().settings() and TrainConfig(objective="bic").settings()["objective"] == "bic"
 
 
+@pytest.mark.slow
 def test_a_space_with_shared_parameter_names_keeps_them_apart(tmp_path):
     cs = configuration_space(0, ("fges", "boss", "pc-stable"))
     assert {"fges:penalty", "boss:penalty", "max_parents", "num_starts", "alpha"} <= set(cs.keys())

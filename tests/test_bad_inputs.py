@@ -130,6 +130,7 @@ def test_a_run_in_which_every_cluster_lost_its_members_writes_nothing(work):
     assert snapshot(work) == before
 
 
+@pytest.mark.slow
 def test_clean_look_alikes_learn_with_the_users_names(work, tmp_path):
     for name in ("bom.csv", "d.tsv"):
         run = psle("learn", str(work / name), "--method", "fges", "-o", str(tmp_path / "g.json"), cwd=tmp_path)

@@ -116,6 +116,7 @@ def test_evaluate_rejects_malformed_result(tmp_path, alarm):
     assert_one_line_failure(psle("evaluate", str(csv), "--truth", str(alarm)), "line 2 has 2 fields")
 
 
+@pytest.mark.slow
 def test_learn_writes_graph_with_metadata(alarm, tmp_path):
     small = tmp_path / "asia.h5"
     assert psle("generate", "--network", "asia", "--nodes", "40", "--seed", "1", "-o", str(small)).returncode == 0
@@ -131,6 +132,7 @@ def test_learn_writes_graph_with_metadata(alarm, tmp_path):
     assert json.loads(scored.stdout)["f1_adjacent"] > 0.8
 
 
+@pytest.mark.slow
 def test_learn_with_pef_on_dask_writes_clusters_fusion_and_progress(tmp_path):
     problem = tmp_path / "asia.h5"
     assert psle("generate", "--network", "asia", "--nodes", "200", "--seed", "1", "-o", str(problem)).returncode == 0

@@ -12,6 +12,7 @@ from tests.conftest import psle_experiment
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(tmp_path):
     # P/fGES (penalty 1) on Hailfinder-500 needs ~30 s of cluster runs; 2 s of wall limit cuts it.
     run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset.network=hailfinder",
@@ -76,6 +77,7 @@ def test_psle_learn_and_psle_experiment_give_the_same_graph_and_meta(tmp_path):
     assert strip(cli["meta"]["clusters"]) == strip(hydra["meta"]["clusters"])
 
 
+@pytest.mark.slow
 def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress_not_dask_chatter(tmp_path):
     run = psle_experiment(tmp_path, "executor.workers=1", "method=p-fges", "dataset.network=asia",
                           "dataset.nodes=100", "seed=2", timeout=600)

@@ -90,6 +90,7 @@ def test_a_checkpoint_damaged_in_place_is_refused_and_left_alone(tmp_path):
     assert (tmp_path / "c.h5").read_bytes() == damaged
 
 
+@pytest.mark.slow
 def test_pc_stable_gives_the_same_graph_every_time_in_one_process():
     problem = benchmark_problem(300, 0, 1000, network="alarm")
     graphs = [PCStable().fit(problem.data, problem.variables).graph_ for _ in range(4)]

@@ -175,6 +175,7 @@ def test_fges_accuracy_on_alarm_100(alarm100):
     assert m.seconds_ > 0 and m.bic_ < 0
 
 
+@pytest.mark.slow
 def test_time_limit_stops_the_search_and_leaves_no_jvm():
     problem = benchmark_problem(500, 1, 1000, network="alarm")
     worker = TetradWorker()
@@ -193,6 +194,7 @@ def test_time_limit_stops_the_search_and_leaves_no_jvm():
     worker.kill()
 
 
+@pytest.mark.slow
 def test_a_killed_caller_takes_its_busy_jvm_worker_down(tmp_path):
     # The caller starts a long fGES search in its worker, then is SIGKILLed (no atexit, no close):
     # the worker must not keep searching for nobody.
@@ -218,6 +220,7 @@ def test_a_killed_caller_takes_its_busy_jvm_worker_down(tmp_path):
     assert not running(pid)
 
 
+@pytest.mark.slow
 def test_members_fitted_from_concurrent_threads_get_their_own_results(alarm100):
     # A dask worker started with several threads (`dask worker --nthreads 8`) runs members side by side
     # in one process: each must get its own graph, as when run one at a time.

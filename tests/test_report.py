@@ -113,6 +113,7 @@ def test_aggregate_writes_one_csv_and_refuses_a_broken_result(results, tmp_path)
     assert len(lines) == 1 and str(bad) in lines[0] and "not a readable result file" in lines[0]
 
 
+@pytest.mark.slow
 def test_a_timed_out_size_has_no_mean_but_a_runtime_lower_bound(tmp_path):
     from hpc.report.plots import points
 

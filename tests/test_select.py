@@ -136,6 +136,7 @@ def fitted(tmp_path, target="truth"):
     return sel, tmp_path / "s.json"
 
 
+@pytest.mark.slow
 def test_selector_file_round_trips_to_the_same_predictions(tmp_path):
     sel, path = fitted(tmp_path)
     loaded = load_selector(path)
@@ -218,6 +219,7 @@ def test_a_selector_for_another_portfolio_is_refused_before_any_work(tmp_path):
         PEF(None, selection="predicted", selector=sel, top_k=3).validate()
 
 
+@pytest.mark.slow
 def test_predicted_selection_equals_running_all_when_it_predicts_every_bic_winner():
     problem = benchmark_problem(240, 5, network="insurance")
     everything = PEF(PAIR, progress=False).fit(problem.data, problem.variables)
