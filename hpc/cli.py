@@ -184,7 +184,12 @@ def _check_scheduler(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
-    from hpc.autosle.checkpoint import Checkpoint
+
+    check_output(args.output, (".yaml", ".yml"), "the ensemble file", inputs=(args.checkpoint,))
+    check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint")
+    if args.min_nodes > args.max_nodes:
+        raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
+    from hpc.autosle.checkpoint import Checkpoint  # the heavy imports (SMAC, dask) after the quick checks
     from hpc.autosle.space import check_space
     from hpc.autosle.train import TrainConfig
     from hpc.autosle.training import TrainingConfig
@@ -192,10 +197,6 @@ def _train(args: argparse.Namespace) -> None:
     from hpc.learners.members import check_runtime
     from hpc.run import train_ensemble
 
-    check_output(args.output, (".yaml", ".yml"), "the ensemble file", inputs=(args.checkpoint,))
-    check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint")
-    if args.min_nodes > args.max_nodes:
-        raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
     training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
                               samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training,
