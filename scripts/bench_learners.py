@@ -1,7 +1,8 @@
 """Seconds and peak memory of the Tetrad members at 50 / 200 / 1,000 variables (Alarm-based, n = 1000).
 
 Each run gets a fresh JVM worker (so peak RSS = that run's JVM, read from /proc VmHWM) and a
-time limit; a run over it is reported as "> LIMIT s". Members: fGES with Tetrad's defaults,
+time limit; a run over it is reported as "> LIMIT s" with the peak it had reached when it was
+stopped ("≥ MB", read each second while it ran). Members: fGES with Tetrad's defaults,
 the four fGES members of the paper's learned SLE (table:greedyae), PC-Stable with defaults,
 BOSS and GRaSP (one thread each, like every member here).
 
@@ -11,6 +12,7 @@ Usage: python scripts/bench_learners.py [--sizes 50 200 1000] [--limit 900] [--h
 from __future__ import annotations
 
 import argparse
+import threading
 import time
 from pathlib import Path
 
@@ -35,10 +37,26 @@ MEMBERS = [
 
 
 def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:  # the process is gone
+        return float("nan")
+    return next((int(line.split()[1]) / 1024 for line in lines if line.startswith("VmHWM:")), float("nan"))
+
+
+class HighWater(threading.Thread):
+    """Reads a process's peak RSS every second while it runs: a worker killed at the time limit has
+    no peak left to read afterwards, but the last reading is a lower bound of it."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.mb, self.done = pid, float("nan"), threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            mb = peak_rss_mb(self.pid)
+            if mb == mb:  # not NaN
+                self.mb = mb
 
 
 def main() -> None:
@@ -59,6 +77,8 @@ def main() -> None:
             member = make()
             member.time_limit, member.worker = args.limit, worker
             pid = worker.pid
+            high = HighWater(pid)
+            high.start()
             start = time.perf_counter()
             try:
                 member.fit(problem.data, problem.variables)
@@ -66,13 +86,15 @@ def main() -> None:
             except LearnerError as exc:
                 status = f"failed: {exc}"
             seconds = time.perf_counter() - start
+            high.done.set()
             peak = peak_rss_mb(pid) if worker.pid == pid else float("nan")
             worker.kill()
             if status == "ok":
                 m = evaluate(member.graph_, problem.truth)
                 cells = f"{seconds:.1f} | {peak:.0f} | {m.f1_adjacent:.3f} | {m.f1_arrowhead:.3f}"
             else:
-                cells = f"> {args.limit:g} | - | - | -" if status == "timed out" else f"{seconds:.1f} | - | - | -"
+                stopped = f"≥ {high.mb:.0f}" if high.mb == high.mb else "-"
+                cells = f"> {args.limit:g} | {stopped} | - | -" if status == "timed out" else f"{seconds:.1f} | {stopped} | - | -"
             print(f"| {problem.p} | {label} | {cells} | {status} |", flush=True)
 
 
