@@ -139,3 +139,11 @@ def test_the_papers_scale_curve_is_read_from_its_tables():
     seconds = paper_points("alarm", "seconds")
     assert len(seconds) == 12 and seconds[30007] == 563.6 and seconds[1036] == 7.2  # table big_alarm
     assert paper_points("asia", "f1_adjacent")[30000] == 0.925 and paper_points("cancer", "shd").empty
+
+
+def test_methods_are_named_as_in_the_paper_and_a_selection_run_says_which_selector():
+    from hpc.report.render import display_name
+
+    names = ("p-sle", "p-sle-r", "p-sle-truth", "p-sle-bic", "p-pc-stable-numpy", "p-fges", "fges-faithful", "my-own")
+    assert [display_name(m) for m in names] == ["P/SLE", "P/SLE(R)", "P/SLE (truth selector)", "P/SLE (bic selector)",
+                                                "P/PC-Stable (numpy)", "P/fGES", "fGES (faithful)", "my-own"]

@@ -14,7 +14,8 @@ def display_name(method: str) -> str:
     (an engine variant such as p-pc-stable-tetrad says its engine), else the config name itself."""
     from hpc.learners.members import MEMBERS
 
-    special = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)"}
+    special = {"p-sle": "P/SLE", "p-sle-d": "P/SLE(D)", "p-sle-r": "P/SLE(R)",
+               "p-sle-truth": "P/SLE (truth selector)", "p-sle-bic": "P/SLE (bic selector)"}
     if method in special:
         return special[method]
     pef, base = (True, method[2:]) if method.startswith("p-") else (False, method)
