@@ -12,6 +12,7 @@ Usage: python scripts/bench_learners.py [--sizes 50 200 1000] [--limit 900] [--h
 from __future__ import annotations
 
 import argparse
+import math
 import threading
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ class HighWater(threading.Thread):
     def run(self) -> None:
         while not self.done.wait(1.0):
             mb = peak_rss_mb(self.pid)
-            if mb == mb:  # not NaN
+            if not math.isnan(mb):
                 self.mb = mb
 
 
@@ -93,8 +94,9 @@ def main() -> None:
                 m = evaluate(member.graph_, problem.truth)
                 cells = f"{seconds:.1f} | {peak:.0f} | {m.f1_adjacent:.3f} | {m.f1_arrowhead:.3f}"
             else:
-                stopped = f"≥ {high.mb:.0f}" if high.mb == high.mb else "-"
-                cells = f"> {args.limit:g} | {stopped} | - | -" if status == "timed out" else f"{seconds:.1f} | {stopped} | - | -"
+                stopped = "-" if math.isnan(high.mb) else f"≥ {high.mb:.0f}"
+                time_cell = f"> {args.limit:g}" if status == "timed out" else f"{seconds:.1f}"
+                cells = f"{time_cell} | {stopped} | - | -"
             print(f"| {problem.p} | {label} | {cells} | {status} |", flush=True)
 
 
