@@ -1,5 +1,6 @@
 """psle aggregate / psle report on hand-made result files with hand-computed statistics."""
 
+import io
 import json
 import subprocess
 import sys
@@ -147,3 +148,40 @@ def test_methods_are_named_as_in_the_paper_and_a_selection_run_says_which_select
     names = ("p-sle", "p-sle-r", "p-sle-truth", "p-sle-bic", "p-pc-stable-numpy", "p-fges", "fges-faithful", "my-own")
     assert [display_name(m) for m in names] == ["P/SLE", "P/SLE(R)", "P/SLE (truth selector)", "P/SLE (bic selector)",
                                                 "P/PC-Stable (numpy)", "P/fGES", "fGES (faithful)", "my-own"]
+
+
+def test_the_papers_numbers_stand_beside_ours_matched_by_network_and_size(tmp_path):
+    from hpc.report.render import all_tables, markdown_table
+
+    write(tmp_path, "p-sle-truth", "pigs", 10143, 0, f1_adjacent=0.85, f1_arrowhead=0.79, shd=6020)
+    write(tmp_path, "p-pc-stable-numpy", "pigs", 10143, 0, f1_adjacent=0.5, f1_arrowhead=0.3, shd=9000)
+    write(tmp_path, "p-sle-truth", "pigs", 999, 0, f1_adjacent=0.9, f1_arrowhead=0.8, shd=10)  # no such problem in the paper
+    frame = collect(tmp_path)
+    lines = markdown_table(frame, all_tables(frame)).splitlines()
+    rows = {ln.split(" | ")[0].lstrip("| "): ln for ln in lines}
+    # Table VI, Pigs (10143, 14978): the paper's P/SLE and P/PC-Stable; P/fGES is not shown (no run of ours)
+    assert rows["paper: P/SLE"].endswith("| F1-adj |  | 0.76 |")
+    assert "| SHD |  | 7468 |" in lines[lines.index(rows["paper: P/SLE"]) + 2]
+    assert rows["paper: P/PC-Stable"].endswith("| F1-adj |  | 0.12 |") and "paper: P/fGES" not in rows
+    assert "paper: P/SLE-b" not in rows  # the WS table's row, and the paper has no WS-10143
+
+
+def test_a_problem_the_paper_did_not_solve_in_24_hours_shows_its_budget():
+    from hpc.report.render import paper_rows
+
+    frame = pd.DataFrame({"method": ["p-sle", "pc-stable-numpy"]})
+    lines = paper_rows(frame, [1000, 10000], [("ws", 1000), ("ws", 10000)])
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("| paper: PC-Stable"))
+    assert lines[at] == "| paper: PC-Stable | F1-adj | 0.75±0.01 | - |"
+    assert lines[at + 3] == "|  | T (s) | 176.2±6.5 | > 86400 |"
+    assert lines[0] == "| paper: P/SLE | F1-adj | 0.80±0.01 | 0.79 |"
+
+
+def test_the_shipped_copy_of_the_papers_tables_is_what_its_source_says():
+    from hpc.report.paper import export, shipped
+
+    tex = Path(__file__).resolve().parents[2] / "shared" / "paper" / "auto-sle-paper.tex"
+    if not tex.is_file():
+        pytest.skip(f"the paper's source is not beside the checkout ({tex})")
+    fresh = pd.read_csv(io.StringIO(export(tex.read_text()).to_csv(index=False)))  # as the file stores it
+    pd.testing.assert_frame_equal(shipped(), fresh)

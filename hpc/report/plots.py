@@ -11,19 +11,21 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hpc.atomic import atomic_path  # noqa: E402
+from hpc.report.paper import shipped  # noqa: E402
 from hpc.report.render import display_name  # noqa: E402
 from hpc.graphs.metrics import METRIC_INFO  # noqa: E402
 from hpc.report.summary import LABELS, methods  # noqa: E402
 
 PANELS = tuple((m, info.log) for m, info in METRIC_INFO.items() if info.plot)
-PAPER = Path(__file__).with_name("paper_curves.csv")  # the paper's P/SLE at 1,000-30,000 variables
 
 
 def paper_points(network: str, metric: str) -> pd.Series:
-    """The paper's P/SLE values by number of variables (empty for networks it did not scale up)."""
-    paper = pd.read_csv(PAPER, comment="#")
-    rows = paper[(paper.network == network) & (paper.metric == metric)]
-    return pd.Series(rows["value"].to_numpy(), index=rows["p"].to_numpy()).sort_index()
+    """The paper's P/SLE values by number of variables, from its scale tables (1,000-30,000 variables on
+    96 cores; empty for networks it did not scale up)."""
+    paper = shipped()
+    rows = paper[paper.table.str.startswith("tab:big_") & (paper.method == "p-sle") & (paper.network == network)
+                 & (paper.metric == metric)]
+    return pd.Series(rows["mean"].to_numpy(), index=rows["p"].to_numpy()).sort_index()
 
 
 def points(frame: pd.DataFrame, network: str, method: str, metric: str) -> tuple[pd.Series, pd.Series]:

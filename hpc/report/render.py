@@ -68,6 +68,7 @@ def markdown_table(frame: pd.DataFrame, cells: Tables) -> str:
             row = [display_name(m) if metric == METRICS[0] else "", LABELS[metric]]
             row += [format_cell(cells[metric].get((n, v, m)), metric, limit) for n, v in cols]
             lines.append("| " + " | ".join(row) + " |")
+    lines += paper_rows(frame, [int(edges.loc[c, "p"]) for c in cols], cols)
     if OURS in set(frame["method"]) and frame["method"].nunique() > 1:
         for metric in METRICS:
             row = ["Impro. ratio" if metric == METRICS[0] else "", LABELS[metric]]
@@ -76,6 +77,45 @@ def markdown_table(frame: pd.DataFrame, cells: Tables) -> str:
                 row.append("" if r is None else f"{100 * r:.1f}%")
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paper_rows(frame: pd.DataFrame, ps: list[int], cols: list[tuple[str, int]]) -> list[str]:
+    """Markdown rows of the paper's numbers for the methods this experiment has a variant of (and the
+    paper's P/SLE-b beside P/SLE), matched to our columns by network and number of variables; the
+    paper's "-" (no solution within its 24 h) shows as "-". They take no part in best and bold. A problem
+    in two of the paper's tables (Alarm-1000 in Table V and the Alarm scale table) is taken from the
+    scale table where this experiment spans several sizes, as its curves are."""
+    from hpc.report.paper import METHODS, paper_method, shipped
+
+    paper = shipped()
+    scale = len({v for _, v in cols}) > 1
+    paper = paper.sort_values("table", key=lambda t: t.str.startswith("tab:big_") != scale, kind="stable")
+    paper = paper.drop_duplicates(["network", "p", "method", "metric"])
+    ours = {paper_method(m) for m in frame["method"].unique()}
+    ours |= {"p-sle-b"} if "p-sle" in ours else set()
+    names = {v: k for k, v in METHODS.items()}
+    lines = []
+    for method in dict.fromkeys(METHODS.values()):
+        here = paper[(paper.method == method) & paper.set_index(["network", "p"]).index.isin(
+            [(n, p) for (n, _), p in zip(cols, ps)])]
+        if method not in ours or here.empty:
+            continue
+        for metric in ("f1_adjacent", "f1_arrowhead", "shd", "seconds"):
+            row = [f"paper: {names[method]}" if metric == "f1_adjacent" else "", LABELS[metric]]
+            for (n, _), p in zip(cols, ps):
+                cell = here[(here.network == n) & (here.p == p) & (here.metric == metric)]
+                if cell.empty:
+                    row.append("")
+                    continue
+                mean, std = cell.iloc[0]["mean"], cell.iloc[0]["std"]
+                solved = here[(here.network == n) & (here.p == p) & (here.metric == "shd")]["mean"].notna().any()
+                if metric == "seconds" and not solved:
+                    row.append(f"> {mean:g}")
+                    continue
+                row.append("-" if pd.isna(mean) else
+                           _number(mean, metric) + ("" if pd.isna(std) else f"±{_number(std, metric)}"))
+            lines.append("| " + " | ".join(row) + " |")
+    return lines
 
 
 def long_table(cells: Tables) -> pd.DataFrame:
