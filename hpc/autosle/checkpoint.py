@@ -18,9 +18,9 @@ from typing import Any
 import h5py
 import numpy as np
 
-from hpc.atomic import atomic_path
 from hpc.errors import PsleError
 from hpc.h5read import read_h5
+from hpc.h5write import write_h5
 from hpc.jsontext import dumps
 
 FORMAT = "psle-autosle-checkpoint"
@@ -108,22 +108,13 @@ class Checkpoint:
         self.save()
 
     def save(self) -> None:
-        strings = h5py.string_dtype("utf-8")
-        items = list(self.evaluations.items())
-        with atomic_path(self.path) as tmp:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["format"] = FORMAT
-                f.attrs["version"] = VERSION
-                f.attrs["fingerprint"] = self.fingerprint
-                f.attrs["settings"] = canonical(self.settings)
-                f.attrs["rounds"] = canonical(self.rounds)
-                f.attrs["sha256"] = content_hash(self.settings, self.rounds, self.evaluations)
-                g = f.create_group("evaluations")
-                g.create_dataset("keys", data=np.array([k for k, _ in items], dtype=object), dtype=strings)
-                g.create_dataset("quality", data=np.array([v["quality"] for _, v in items], dtype=np.float64))
-                g.create_dataset("seconds", data=np.array([v["seconds"] for _, v in items], dtype=np.float64))
-                g.create_dataset("runs", data=np.array([v["runs"] for _, v in items], dtype=np.int64))
-                g.create_dataset("bic", data=np.array([np.nan if v["bic"] is None else v["bic"] for _, v in items],
-                                                      dtype=np.float64))
-                g.create_dataset("status", data=np.array([v["status"] for _, v in items], dtype=object),
-                                 dtype=strings)
+        items = list(self.evaluations.values())
+        write_h5(self.path, {"format": FORMAT, "version": VERSION, "fingerprint": self.fingerprint,
+                             "settings": canonical(self.settings), "rounds": canonical(self.rounds),
+                             "sha256": content_hash(self.settings, self.rounds, self.evaluations)}, "evaluations", {
+            "keys": np.array(list(self.evaluations), dtype=object),
+            "quality": np.array([v["quality"] for v in items], dtype=np.float64),
+            "seconds": np.array([v["seconds"] for v in items], dtype=np.float64),
+            "runs": np.array([v["runs"] for v in items], dtype=np.int64),
+            "bic": np.array([np.nan if v["bic"] is None else v["bic"] for v in items], dtype=np.float64),
+            "status": np.array([v["status"] for v in items], dtype=object)})

@@ -24,11 +24,11 @@ from typing import Any
 import h5py
 import numpy as np
 
-from hpc.atomic import atomic_path
 from hpc.autosle.checkpoint import canonical, fingerprint
 from hpc.data.generate import FAMILIES
 from hpc.errors import PsleError
 from hpc.h5read import read_h5
+from hpc.h5write import write_h5
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
@@ -188,7 +188,6 @@ class RecordStore:
 
     def save(self) -> None:
         rows = list(self.rows.values())
-        strings = h5py.string_dtype("utf-8")
         arrays: dict[str, np.ndarray] = {
             "key": np.array([r["key"] for r in rows], dtype=object),
             "status": np.array([r["status"] for r in rows], dtype=object),
@@ -196,19 +195,10 @@ class RecordStore:
             **{c: np.array([r[c] for r in rows], dtype=t) for c, t in COLUMNS.items()},
         }
         done = sorted(self.done_problems)
-        with atomic_path(self.path) as tmp:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["format"] = FORMAT
-                f.attrs["version"] = VERSION
-                f.attrs["fingerprint"] = self.fingerprint
-                f.attrs["settings"] = canonical(self.settings)
-                f.attrs["features"] = canonical(list(FEATURES))
-                f.attrs["done_problems"] = canonical(done)
-                f.attrs["sha256"] = content_hash(arrays, done)
-                g = f.create_group("records")
-                for name, data in arrays.items():
-                    g.create_dataset(name, data=data, dtype=strings if data.dtype == object else data.dtype,
-                                     track_times=False)
+        write_h5(self.path, {"format": FORMAT, "version": VERSION, "fingerprint": self.fingerprint,
+                             "settings": canonical(self.settings), "features": canonical(list(FEATURES)),
+                             "done_problems": canonical(done), "sha256": content_hash(arrays, done)},
+                 "records", arrays)
 
 
 def content_hash(arrays: dict[str, np.ndarray], done: list[str]) -> str:
