@@ -4,7 +4,8 @@ Cross-validates model variants on selection records (`psle records`), holding ou
 one problem) at a time, and scores each with the policy PEF uses (hpc.select.evaluate): run the
 top-ranked member, fall back where it fails, size-weighted Q = F1-adjacency + F1-arrowhead.
 
-    python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] [--portfolio portfolio] [--by family]
+    python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] [--portfolio portfolio] [--by family|problem]
+        [--models per-member,centered]
     python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] --curve
 
 `--curve` asks whether more records would help the shipped model: 5-fold cross-validation by
@@ -13,6 +14,8 @@ problems (three draws per fraction below 1).
 
 Variants (all scikit-learn forests; censored runs, those that hit the records' time limit, are unknown):
 - `per-member`: one regressor of Q per member, fit where that member's Q is known (what ships).
+- `centered`, `regret`: `per-member` fit on each cluster's Q minus the mean (or the best) of its members' Q,
+  so the forests model a member's advantage and not how hard the cluster is (which all members share).
 - `multi-output`: one regressor of the whole Q vector, censored entries filled in by `per-member`'s
   predictions; shared leaves make the members' predicted differences come from the same clusters.
 - `pairwise`: SATzilla 2012's cost-sensitive pairwise voting: a classifier per member pair, each
@@ -38,6 +41,14 @@ Model = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 def per_member(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
     portfolio = [{"member": k} for k in range(y.shape[1])]  # the selector's models never read the specs
     return Selector("truth", "cross-validation", portfolio, x, y, w).rank(test)
+
+
+def centered(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    return per_member(x, y - np.nanmean(y, axis=1, keepdims=True), w, test)
+
+
+def regret(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    return per_member(x, y - np.nanmax(y, axis=1, keepdims=True), w, test)
 
 
 def multi_output(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -69,7 +80,8 @@ def backup(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.
     return np.tile(np.eye(y.shape[1])[best], (len(test), 1))
 
 
-MODELS: dict[str, Model] = {"per-member": per_member, "multi-output": multi_output, "pairwise": pairwise,
+MODELS: dict[str, Model] = {"per-member": per_member, "centered": centered, "regret": regret,
+                            "multi-output": multi_output, "pairwise": pairwise,
                             "backup": backup}
 
 
@@ -105,14 +117,18 @@ def main() -> None:
     ap.add_argument("--portfolio", default="portfolio")
     ap.add_argument("--by", choices=("family", "problem"), default="family")
     ap.add_argument("--curve", action="store_true", help="Q against the amount of training records")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of: {', '.join(MODELS)}")
     args = ap.parse_args()
+    models = {name: MODELS[name] for name in args.models.split(",") if name in MODELS}
+    if not models or len(models) != len(args.models.split(",")):
+        ap.error(f"--models {args.models!r}: choose from {', '.join(MODELS)}")
     _, members, examples = load_examples(args.records, args.portfolio)
     if args.curve:
         learning_curve(examples)
         return
     key: Callable[[Example], str] = (lambda e: e.family) if args.by == "family" else (lambda e: e.group)
     groups = sorted({key(e) for e in examples})
-    table: dict[str, dict[str, dict]] = {name: {} for name in MODELS}
+    table: dict[str, dict[str, dict]] = {name: {} for name in models}
     for held in groups:
         train = [e for e in examples if key(e) != held and e.ok.any()]
         test = [e for e in examples if key(e) == held]
@@ -120,19 +136,24 @@ def main() -> None:
         y = np.stack([scores(e, "truth") for e in train])
         w = np.array([float(e.size) for e in train])
         t = np.stack([e.features for e in test])
-        for name, model in MODELS.items():
+        for name, model in models.items():
             table[name][held] = selection_quality(test, [order_of(s) for s in model(x, y, w, t)])
     sizes = {g: sum(e.size for e in examples if key(e) == g) for g in groups}
-    print(f"{len(examples)} clusters, {len(members)} members, held out by {args.by}; Q per held-out group, "
-          "then the size-weighted mean")
-    print("| model | " + " | ".join(groups) + " | mean |\n|---|" + "---|" * (len(groups) + 1))
-    rows = [(name, [table[name][g]["q"] for g in groups]) for name in MODELS]
-    rows += [(label, [table["backup"][g][field] for g in groups]) for label, field in
+    family = {g: next(e.family for e in examples if key(e) == g) for g in groups}  # a problem's columns: its family's
+    columns = sorted(set(family.values()))
+    print(f"{len(examples)} clusters, {len(members)} members, held out by {args.by}; Q per family (size-weighted "
+          "over its held-out groups), then the size-weighted mean")
+    print("| model | " + " | ".join(columns) + " | mean |\n|---|" + "---|" * (len(columns) + 1))
+    first = next(iter(models))
+    rows = [(name, {g: table[name][g]["q"] for g in groups}) for name in models]
+    rows += [(label, {g: table[first][g][field] for g in groups}) for label, field in
              (("best single in hindsight", "q_best_single"), ("per-cluster oracle", "q_oracle"))]
-    for name, values in rows:
-        mean = sum(v * sizes[g] for v, g in zip(values, groups)) / sum(sizes.values())
-        print(f"| {name} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {mean:.3f} |")
 
+    def mean(values: dict[str, float], where: list[str]) -> float:
+        return sum(values[g] * sizes[g] for g in where) / sum(sizes[g] for g in where)
+    for name, values in rows:
+        cells = [mean(values, [g for g in groups if family[g] == c]) for c in columns]
+        print(f"| {name} | " + " | ".join(f"{v:.3f}" for v in cells) + f" | {mean(values, groups):.3f} |")
 
 if __name__ == "__main__":
     main()
