@@ -155,5 +155,6 @@ def main() -> None:
         cells = [mean(values, [g for g in groups if family[g] == c]) for c in columns]
         print(f"| {name} | " + " | ".join(f"{v:.3f}" for v in cells) + f" | {mean(values, groups):.3f} |")
 
+
 if __name__ == "__main__":
     main()
