@@ -340,3 +340,9 @@ def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
     assert truth.target == "truth" and truth.portfolio == load_sle("portfolio")[1]
     assert bic.target == "bic" and bic.portfolio == load_sle("learned")[1]
     assert set(truth.provenance["families"]) == {"bnlearn", "er", "sf", "ws", "hub"}
+
+
+def test_random_families_get_every_density():
+    problems = record_problems(RecordsConfig(families=("er", "hub"), problems_per_family=3))
+    assert [p.edges_per_node for p in problems if p.family == "er"] == [1, 2, 3]
+    assert {p.edges_per_node for p in problems if p.family == "hub"} == {1}
