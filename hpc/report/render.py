@@ -82,9 +82,10 @@ def markdown_table(frame: pd.DataFrame, cells: Tables) -> str:
 def paper_rows(frame: pd.DataFrame, ps: list[int], cols: list[tuple[str, int]]) -> list[str]:
     """Markdown rows of the paper's numbers for the methods this experiment has a variant of (and the
     paper's P/SLE-b beside P/SLE), matched to our columns by network and number of variables; the
-    paper's "-" (no solution within its 24 h) shows as "-", its seconds as "> 86400". They take no part in best and bold. A problem
-    in two of the paper's tables (Alarm-1000 in Table V and the Alarm scale table) is taken from the
-    scale table where this experiment spans several sizes, as its curves are."""
+    paper's "-" (no solution within its 24 h) shows as "-", its seconds as "> 86400". They take no
+    part in best and bold. A problem in two of the paper's tables (Alarm-1000 in Table V and the
+    Alarm scale table) is taken from the scale table where this experiment spans several sizes, as
+    its curves are."""
     from hpc.report.paper import METHODS, paper_method, shipped
 
     paper = shipped()
