@@ -135,10 +135,13 @@ class DaskExecutor(SerialExecutor):
             # (seen at 30,000 variables). Workers inherit the setting through their nannies.
             if "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP" not in os.environ:
                 dask.config.set({"distributed.comm.timeouts.tcp": LOCAL_TCP_TIMEOUT})
-            # Dashboard on a free port: two runs on one machine must not fight over 8787.
+            # Dashboard on a free port: two runs on one machine must not fight over 8787. Workers log only
+            # CRITICAL: a task's error reaches this process through its future, and the rest is comm noise
+            # (a worker outliving a SIGTERMed scheduler prints heartbeat tracebacks into a task's log).
             with _sigint_ignored_in_children():
                 self._cluster = LocalCluster(n_workers=n_workers or allocated_cpus(), threads_per_worker=1,
-                                             processes=True, dashboard_address=":0", silence_logs=40)
+                                             processes=True, dashboard_address=":0",
+                                             silence_logs=logging.CRITICAL)
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None

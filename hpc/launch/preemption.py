@@ -1,19 +1,24 @@
 """A SLURM task stopped from outside (preemption, `scontrol requeue`, the job's own time limit)
 gets SIGTERM in every process at once: its dask workers die first, and the task would then fail
-with a dask error that the sweep's launcher reads as the task's result. Under this guard such an
-error, once SIGTERM has arrived, is not a result: the task says why in one line and waits for
-SLURM's SIGKILL, leaving no result behind; the requeued task resumes from its checkpoint."""
+with a dask error that the sweep's launcher reads as the task's result. Under this guard the task
+says why in one line as the signal arrives (it may be blocked on workers that are gone, so it may
+never see an error before SLURM's SIGKILL), the dask logs that follow are quieted, and a dask error
+after the signal is not a result: the task waits for the SIGKILL, leaving no result behind; the
+requeued task resumes from its checkpoint."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
 
 GRACE = 5.0  # seconds for a SIGTERM sent with the workers' to reach this process too
+MESSAGE = (b"psle: stopped by SLURM (preemption, requeue or time limit); no result is written, "
+           b"the requeued task resumes from its checkpoint\n")
 
 
 @contextlib.contextmanager
@@ -22,6 +27,9 @@ def preemption_guard() -> Iterator[threading.Event]:
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum: int, frame: object) -> None:
+        if not stopped.is_set():
+            os.write(2, MESSAGE)  # not print: the main thread may be inside a write to stderr
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)  # the dying workers' comm errors
         stopped.set()
         if callable(previous):  # submitit's own handler (it logs and lets SLURM requeue)
             previous(signum, frame)
@@ -31,8 +39,6 @@ def preemption_guard() -> Iterator[threading.Event]:
         yield stopped
     except Exception:
         if stopped.wait(GRACE):
-            print("psle: stopped by SLURM (preemption, requeue or time limit) while running; no result written, "
-                  "the requeued task resumes from its checkpoint", file=sys.stderr, flush=True)
             while True:  # SLURM's SIGKILL follows within its KillWait
                 time.sleep(60)
         raise
