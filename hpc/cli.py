@@ -264,7 +264,8 @@ def _selector_fit(args: argparse.Namespace) -> None:
     families = sorted({e.family for e in examples})
     provenance = {"records": [Path(p).name for p in args.records], "families": families,
                   "excluded_families": sorted(args.exclude_families)}
-    selector = Selector.from_examples(examples, args.target, name, members, provenance)
+    selector = Selector.from_examples(examples, args.target, name, members, provenance,
+                                      args.tolerance if args.target == "truth" else 0.0)
     selector.save(args.output)
     print(f"psle: {args.target} selector for {name} ({len(members)} members) from {len(selector.y)} clusters of "
           f"{', '.join(families)} -> {args.output}", file=sys.stderr)
@@ -282,7 +283,8 @@ def _selector_score(args: argparse.Namespace) -> None:
         rows = [{"held_out": "-", **selection_quality(examples, orders, args.top_k)}]
     else:
         name, members, examples = load_examples(args.records, args.portfolio, [])
-        rows = cross_validate(examples, args.target, name, members, args.by, args.top_k)
+        rows = cross_validate(examples, args.target, name, members, args.by, args.top_k,
+                              args.tolerance if args.target == "truth" else 0.0)
     if args.json:
         print(dumps(rows))
         return
@@ -363,6 +365,10 @@ def _real(accepts: Callable[[float], bool], what: str) -> Callable[[str], float]
 
 _positive = _real(lambda v: 0 < v < float("inf"), "a positive number")
 _probability = _real(lambda v: 0 <= v <= 1, "a number in [0, 1]")
+_non_negative = _real(lambda v: 0 <= v < float("inf"), "a number >= 0")
+# A truth selector's default tolerance (Q = F1-adjacency + F1-arrowhead): chosen by cross-validation on the
+# selection records (BENCHMARKS.md, "Cost-aware selection"), and what the shipped truth selector was fit with.
+TOLERANCE = 0.01
 
 
 def _slurm_options(parser: argparse.ArgumentParser, what: str, minutes: int) -> None:
@@ -492,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     sf.add_argument("--portfolio", default=None, help="a conf/sle name or .yaml: choose among these members only "
                                                       "(default: every member the records ran)")
     sf.add_argument("--exclude-families", nargs="*", default=[], choices=FAMILIES, help="train without these")
+    sf.add_argument("--tolerance", type=_non_negative, default=TOLERANCE, metavar="Q",
+                    help="truth target: run the fastest member predicted within Q (F1-adjacency + F1-arrowhead) "
+                         f"of the best (default {TOLERANCE}; 0: always the best predicted)")
     sf.add_argument("-o", "--output", required=True, help="selector file (.json)")
     sf.set_defaults(func=_selector_fit)
     ss = se_sub.add_parser("score", help="selection quality on records: a given selector, or cross-validated")
@@ -501,6 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--target", choices=["bic", "truth"], default="truth", help="without --selector: cross-validate")
     ss.add_argument("--portfolio", default=None, help="without --selector: members to choose among")
     ss.add_argument("--by", choices=["family", "problem"], default="family", help="cross-validation groups")
+    ss.add_argument("--tolerance", type=_non_negative, default=TOLERANCE, metavar="Q",
+                    help="without --selector, truth target: as for fit")
     ss.add_argument("--top-k", type=_whole(1), default=1, help="run the K most likely members, keep the best BIC")
     ss.add_argument("--json", action="store_true", help="print JSON rows")
     ss.set_defaults(func=_selector_score)

@@ -178,10 +178,35 @@ def test_a_timed_out_run_is_unknown_not_zero_and_its_member_learns_from_other_cl
         Selector("truth", "pair", PAIR, x, np.column_stack([np.full(30, np.nan), y[:, 1]]), np.ones(30))
 
 
+def test_with_a_tolerance_the_fastest_member_near_the_best_runs_first(tmp_path):
+    """Member 0 is predicted 0.005 Q better but takes 10x the seconds: within a 0.01 tolerance member 1
+    goes first; beyond it (member 0 better by 0.3 where feature 0 is large) member 0 does."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((60, 1)) + 0.01 * rng.standard_normal((60, len(FEATURES)))  # every feature the same
+    y = np.column_stack([np.where(x[:, 0] > 0, 1.8, 1.505), np.full(60, 1.5)])
+    seconds = np.tile([20.0, 2.0], (60, 1))
+    near, far = np.full(len(FEATURES), -2.0), np.full(len(FEATURES), 2.0)
+    plain = Selector("truth", "pair", PAIR, x, y, np.ones(60), seconds=seconds)
+    assert plain.orders(near)[0] == [0, 1] and plain.predicted_seconds(near) is None
+    cheap = Selector("truth", "pair", PAIR, x, y, np.ones(60), seconds=seconds, tolerance=0.01)
+    assert cheap.orders(np.stack([near, far])) == [[1, 0], [0, 1]]
+    assert cheap.predicted_seconds(near)[0] == pytest.approx([20.0, 2.0])
+    cheap.save(tmp_path / "s.json")
+    loaded = load_selector(tmp_path / "s.json")
+    assert loaded.tolerance == 0.01 and loaded.orders(near)[0] == [1, 0]
+    assert loaded.describe()["tolerance"] == 0.01
+    with pytest.raises(PsleError, match="tolerance"):
+        Selector("bic", "pair", PAIR, x, np.eye(2)[(x[:, 0] > 0).astype(int)], np.ones(60), seconds=seconds,
+                 tolerance=0.01)
+    with pytest.raises(PsleError, match="needs the training runs' seconds"):
+        Selector("truth", "pair", PAIR, x, y, np.ones(60), tolerance=0.01)
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda d: d["training"]["y"][0].reverse(), "checksum"),
     (lambda d: d.update(format="something-else"), "not a selector file"),
     (lambda d: d.update(version=99), "format version"),
+    (lambda d: d["training"].update(seconds=[[1.0, 2.0]]), "checksum"),
 ])
 def test_bad_selector_files_are_refused_in_one_line(tmp_path, damage, message):
     _, path = fitted(tmp_path)
@@ -258,6 +283,9 @@ def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
     assert learn.returncode == 0, learn.stderr
     meta = json.loads(out.read_text())["meta"]
     assert meta["selection"] == "predicted" and meta["status"] == "ok" and meta["selector"]["target"] == "truth"
+    assert meta["selector"]["tolerance"] == 0.01  # fit's default: the member's predicted seconds are recorded
+    chosen = [c["selection"] for c in meta["clusters"] if "scores" in (c.get("selection") or {})]
+    assert chosen and all(len(c["predicted_seconds"]) == len(c["scores"]) for c in chosen)
     wrong = subprocess.run([*PSLE, "learn", str(data), "--selection", "predicted", "--selector", str(sel),
                             "--sle", "learned", "-o", str(tmp_path / "h.json")], capture_output=True, text=True)
     assert wrong.returncode == 2 and "portfolio" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1

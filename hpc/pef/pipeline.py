@@ -31,7 +31,7 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
-from hpc.select.selector import Selector, load_selector, order_of
+from hpc.select.selector import Selector, load_selector
 
 SELECTIONS = ("all", "predicted")
 
@@ -150,10 +150,14 @@ class PEF:
         if not multi:
             return plans
         features = np.stack([cluster_features(covs[c], n) for c in multi])
-        for c, row, score in zip(multi, features, self._selector().rank(features)):
-            order = order_of(score)
+        selector = self._selector()
+        seconds = selector.predicted_seconds(features)
+        for i, (c, row, score, order) in enumerate(zip(multi, features, selector.rank(features),
+                                                       selector.orders(features))):
             plans[c] = order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
                                             "scores": [round(float(q), 4) for q in score], "order": order}
+            if seconds is not None:
+                plans[c][1]["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
         return plans
 
     def _fallback(self, runs: list[MemberRun | None], plan: dict[str, Any] | None,

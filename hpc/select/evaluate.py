@@ -56,14 +56,14 @@ def selection_quality(examples: list[Example], orders: list[list[int]], top_k: i
 
 
 def cross_validate(examples: list[Example], target: str, portfolio_name: str, portfolio: list[dict[str, Any]],
-                   by: str = "family", top_k: int = 1) -> list[dict[str, Any]]:
+                   by: str = "family", top_k: int = 1, tolerance: float = 0.0) -> list[dict[str, Any]]:
     """Hold out one group at a time (a whole family, or one problem), fit on the rest, score the held-out."""
     key = (lambda e: e.family) if by == "family" else (lambda e: e.group)
     rows = []
     for held in sorted({key(e) for e in examples}):
         train = [e for e in examples if key(e) != held]
         test = [e for e in examples if key(e) == held]
-        selector = Selector.from_examples(train, target, portfolio_name, portfolio)
+        selector = Selector.from_examples(train, target, portfolio_name, portfolio, tolerance=tolerance)
         orders = selector.orders([e.features for e in test])
         rows.append({"held_out": held, **selection_quality(test, orders, top_k)})
     return rows

@@ -13,6 +13,12 @@ checksum; the forests are re-fit from them when first used (deterministic, a few
 Nothing is unpickled, so a file from anywhere is safe to load, and a file stays usable across
 scikit-learn versions.
 
+Members often tie within the forests' error (on bnlearn-like clusters most of them do), and then the
+cheapest one is the better pick: a `truth` selector with a `tolerance` runs the fastest member among
+those predicted within `tolerance` Q of the best (every member's seconds predicted by one forest of
+log seconds, fit on the same records). On the records, a tolerance of 0.01 Q ran faster members at no
+loss of Q, held out by problem or by family (BENCHMARKS.md, "Cost-aware selection").
+
 A run that hit the records' time limit is censored, not scored 0: at use time there is usually no
 such limit and the member would have finished, so its Q is unknown (null in the file) and that
 member's model learns from the other clusters. Scoring it 0 taught the first selector to run
@@ -37,9 +43,10 @@ from hpc.select.examples import Example, scores
 from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
-VERSION = 2
+VERSION = 3
 TARGETS = ("bic", "truth")
 FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
+SECONDS_FLOOR = 0.1  # log(seconds + floor): sub-second runs differ by noise, not by cost
 
 
 def shipped_dir() -> Path:
@@ -58,13 +65,25 @@ class Selector:
     """
 
     def __init__(self, target: str, portfolio_name: str, portfolio: list[dict[str, Any]], x: np.ndarray,
-                 y: np.ndarray, w: np.ndarray, provenance: dict[str, Any] | None = None):
+                 y: np.ndarray, w: np.ndarray, provenance: dict[str, Any] | None = None,
+                 seconds: np.ndarray | None = None, tolerance: float = 0.0):
         if target not in TARGETS:
             raise PsleError(f"selector target must be one of {', '.join(TARGETS)}, got {target!r}")
+        if not (np.isfinite(tolerance) and tolerance >= 0) or (tolerance and target != "truth"):
+            raise PsleError(f"selector tolerance {tolerance!r}: must be >= 0, and 0 for the bic target (it ranks "
+                            "by probability, not by Q)")
+        if tolerance and seconds is None:
+            raise PsleError("a selector with a tolerance needs the training runs' seconds")
         self.target, self.portfolio_name, self.portfolio = target, portfolio_name, portfolio
         self.x, self.y, self.w = (np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64),
                                   np.asarray(w, dtype=np.float64))
+        self.seconds = None if seconds is None else np.asarray(seconds, dtype=np.float64)
+        self.tolerance = float(tolerance)
         self.provenance = provenance or {}
+        if self.seconds is not None and (self.seconds.shape != (len(self.x), len(portfolio))
+                                         or not (self.seconds >= 0).all()):
+            raise PsleError(f"selector seconds must be >= 0 with one column per member of the {len(portfolio)}-member "
+                            f"portfolio, got shape {self.seconds.shape}")
         if len(self.x) == 0:
             raise PsleError("a selector needs at least one training cluster")
         if self.y.shape != (len(self.x), len(portfolio)):
@@ -95,15 +114,29 @@ class Selector:
             self.x[known[:, k]], self.y[known[:, k], k], sample_weight=self.w[known[:, k]]).set_params(n_jobs=1)
             for k in range(len(self.portfolio))]
 
+    @cached_property
+    def time_model_(self) -> Any:
+        """One multi-output forest predicting every member's log seconds (a cluster's size and density
+        drive all members' times alike, so one forest serves them all, at an eighth of the fitting).
+        Fit on every run: a censored one's seconds are a lower bound, which still ranks it as slow;
+        unweighted, as every cluster's seconds count alike."""
+        from sklearn.ensemble import RandomForestRegressor
+
+        from hpc.executors import allocated_cpus
+
+        return RandomForestRegressor(**FOREST, n_jobs=allocated_cpus()).fit(
+            self.x, np.log(self.seconds + SECONDS_FLOOR)).set_params(n_jobs=1)
+
     @classmethod
     def from_examples(cls, examples: list[Example], target: str, portfolio_name: str,
-                      portfolio: list[dict[str, Any]], provenance: dict[str, Any] | None = None) -> Selector:
+                      portfolio: list[dict[str, Any]], provenance: dict[str, Any] | None = None,
+                      tolerance: float = 0.0) -> Selector:
         usable = [e for e in examples if e.ok.any()]
         if not usable:
             raise PsleError("no training cluster has a successful member run")
         return cls(target, portfolio_name, portfolio, np.stack([e.features for e in usable]),
                    np.stack([scores(e, target) for e in usable]), np.array([float(e.size) for e in usable]),
-                   provenance)
+                   provenance, np.stack([e.seconds for e in usable]), tolerance)
 
     def rank(self, features: np.ndarray) -> np.ndarray:
         """A score per portfolio member: predicted Q (`truth`) or probability of winning the BIC (`bic`).
@@ -121,10 +154,30 @@ class Selector:
             out[:, model.classes_] = model.predict_proba(table)
         return out[0] if rows.ndim == 1 else out
 
+    def predicted_seconds(self, features: np.ndarray) -> np.ndarray | None:
+        """Predicted seconds per member for each row of a (clusters x features) matrix (None without a
+        tolerance: no time model is fit then)."""
+        if not self.tolerance:
+            return None
+        table = np.atleast_2d(np.asarray(features, dtype=np.float64))
+        return np.exp(self.time_model_.predict(table).reshape(len(table), -1)) - SECONDS_FLOOR
+
     def orders(self, features: np.ndarray) -> list[list[int]]:
-        """Every member of the portfolio, best-scored first (ties by portfolio order), for each row of a
-        (clusters x features) matrix."""
-        return [order_of(score) for score in self.rank(np.atleast_2d(features))]
+        """Every member of the portfolio in the order to try, for each row of a (clusters x features)
+        matrix: best-scored first (ties by portfolio order); with a tolerance, the fastest member
+        predicted within it of the best goes first."""
+        table = np.atleast_2d(features)
+        scored = self.rank(table)
+        ranked = [order_of(score) for score in scored]
+        seconds = self.predicted_seconds(table)
+        if seconds is None:
+            return ranked
+        out = []
+        for order, score, secs in zip(ranked, scored, seconds):
+            near = [k for k in order if score[k] >= score[order[0]] - self.tolerance]
+            first = min(near, key=lambda k: (secs[k], k))
+            out.append([first] + [k for k in order if k != first])
+        return out
 
     @property
     def model_kind(self) -> str:
@@ -133,16 +186,17 @@ class Selector:
     def describe(self) -> dict[str, Any]:
         """What a graph's meta records of the selector that chose its members."""
         return {"target": self.target, "portfolio": self.portfolio_name, "clusters": len(self.y),
-                "sha256": self.document()["sha256"], **self.provenance}
+                "tolerance": self.tolerance, "sha256": self.document()["sha256"], **self.provenance}
 
     def document(self) -> dict[str, Any]:
         body = {"format": FORMAT, "version": VERSION, "target": self.target,
                 "portfolio": {"name": self.portfolio_name, "members": self.portfolio},
                 "features": list(FEATURES), "feature_version": FEATURE_VERSION,
                 "model": {"kind": "sklearn.ensemble." + self.model_kind, "params": FOREST},
-                "provenance": self.provenance,
+                "tolerance": self.tolerance, "provenance": self.provenance,
                 "training": {"x": self.x.tolist(), "w": self.w.tolist(),
-                             "y": [[v if np.isfinite(v) else None for v in row] for row in self.y.tolist()]}}
+                             "y": [[v if np.isfinite(v) else None for v in row] for row in self.y.tolist()],
+                             "seconds": None if self.seconds is None else self.seconds.tolist()}}
         return {**body, "sha256": _digest(body)}
 
     def save(self, path: str | os.PathLike) -> None:
@@ -188,7 +242,8 @@ def _load(path: str, mtime_ns: int, size: int) -> Selector:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise PsleError(f"{path}: not a selector file (no '{FORMAT}' marker)")
     if doc.get("version") != VERSION:
-        raise PsleError(f"{path}: selector format version {doc.get('version')!r} is not {VERSION}")
+        raise PsleError(f"{path}: selector format version {doc.get('version')!r} is not {VERSION}; refit it from "
+                        "its records (psle selector fit)")
     digest = doc.pop("sha256", None)
     if digest != _digest(doc):
         raise PsleError(f"{path}: selector file is damaged or was edited (checksum mismatch)")
@@ -201,8 +256,11 @@ def _load(path: str, mtime_ns: int, size: int) -> Selector:
         training = doc["training"]
         x = np.asarray(training["x"], dtype=np.float64).reshape(-1, len(FEATURES))
         y, w = np.asarray(training["y"], dtype=np.float64), np.asarray(training["w"], dtype=np.float64)
+        seconds = None if training["seconds"] is None else np.asarray(training["seconds"], dtype=np.float64)
+        tolerance = float(doc["tolerance"])
         if not (len(x) == len(y) == len(w)) or not np.isfinite(x).all() or np.isinf(y).any() \
-                or not (w > 0).all() or (doc.get("target") != "truth" and np.isnan(y).any()):
+                or not (w > 0).all() or (doc.get("target") != "truth" and np.isnan(y).any()) \
+                or (seconds is not None and (len(seconds) != len(x) or not np.isfinite(seconds).all())):
             raise ValueError("training arrays disagree in length or hold non-finite values")
     except (KeyError, TypeError, ValueError) as exc:
         raise PsleError(f"{path}: selector file is malformed ({exc})") from None
@@ -213,4 +271,8 @@ def _load(path: str, mtime_ns: int, size: int) -> Selector:
             member_from_spec(spec).validate()
         except PsleError as exc:
             raise PsleError(f"{path}: portfolio member {k + 1}: {exc}") from None
-    return Selector(doc["target"], str(portfolio.get("name", "?")), members, x, y, w, doc.get("provenance"))
+    try:
+        return Selector(doc["target"], str(portfolio.get("name", "?")), members, x, y, w, doc.get("provenance"),
+                        seconds, tolerance)
+    except PsleError as exc:
+        raise PsleError(f"{path}: {exc}") from None
