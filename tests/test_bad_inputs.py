@@ -169,7 +169,7 @@ def test_ctrl_c_stops_the_workers_in_one_line(tmp_path):
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole process group
     err = "".join(seen) + proc.communicate(timeout=120)[1]
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     lines = [ln for ln in err.splitlines() if not ln.startswith("psle: estimation")]
     assert lines[-1] == "psle: interrupted; nothing more written" and "Traceback" not in err, err
     wait_for(lambda: subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).returncode == 1, 20)
