@@ -254,18 +254,27 @@ def _records(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
+def _tolerance(args: argparse.Namespace) -> float:
+    """`--tolerance`, whose default applies to the truth target only: a bic selector ranks by probability."""
+    if args.tolerance is None:
+        return TOLERANCE if args.target == "truth" else 0.0
+    if args.tolerance and args.target != "truth":
+        raise PsleError(f"--tolerance {args.tolerance}: only the truth target has one (bic ranks by probability)")
+    return args.tolerance
+
+
 def _selector_fit(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
     from hpc.select.examples import load_examples
     from hpc.select.selector import Selector
 
+    tolerance = _tolerance(args)
     check_output(args.output, (".json",), "the selector file", inputs=tuple(args.records))
     name, members, examples = load_examples(args.records, args.portfolio, args.exclude_families)
     families = sorted({e.family for e in examples})
     provenance = {"records": [Path(p).name for p in args.records], "families": families,
                   "excluded_families": sorted(args.exclude_families)}
-    selector = Selector.from_examples(examples, args.target, name, members, provenance,
-                                      args.tolerance if args.target == "truth" else 0.0)
+    selector = Selector.from_examples(examples, args.target, name, members, provenance, tolerance)
     selector.save(args.output)
     print(f"psle: {args.target} selector for {name} ({len(members)} members) from {len(selector.y)} clusters of "
           f"{', '.join(families)} -> {args.output}", file=sys.stderr)
@@ -283,8 +292,7 @@ def _selector_score(args: argparse.Namespace) -> None:
         rows = [{"held_out": "-", **selection_quality(examples, orders, args.top_k)}]
     else:
         name, members, examples = load_examples(args.records, args.portfolio, [])
-        rows = cross_validate(examples, args.target, name, members, args.by, args.top_k,
-                              args.tolerance if args.target == "truth" else 0.0)
+        rows = cross_validate(examples, args.target, name, members, args.by, args.top_k, _tolerance(args))
     if args.json:
         print(dumps(rows))
         return
@@ -498,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     sf.add_argument("--portfolio", default=None, help="a conf/sle name or .yaml: choose among these members only "
                                                       "(default: every member the records ran)")
     sf.add_argument("--exclude-families", nargs="*", default=[], choices=FAMILIES, help="train without these")
-    sf.add_argument("--tolerance", type=_non_negative, default=TOLERANCE, metavar="Q",
+    sf.add_argument("--tolerance", type=_non_negative, default=None, metavar="Q",
                     help="truth target: run the fastest member predicted within Q (F1-adjacency + F1-arrowhead) "
                          f"of the best (default {TOLERANCE}; 0: always the best predicted)")
     sf.add_argument("-o", "--output", required=True, help="selector file (.json)")
@@ -510,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--target", choices=["bic", "truth"], default="truth", help="without --selector: cross-validate")
     ss.add_argument("--portfolio", default=None, help="without --selector: members to choose among")
     ss.add_argument("--by", choices=["family", "problem"], default="family", help="cross-validation groups")
-    ss.add_argument("--tolerance", type=_non_negative, default=TOLERANCE, metavar="Q",
+    ss.add_argument("--tolerance", type=_non_negative, default=None, metavar="Q",
                     help="without --selector, truth target: as for fit")
     ss.add_argument("--top-k", type=_whole(1), default=1, help="run the K most likely members, keep the best BIC")
     ss.add_argument("--json", action="store_true", help="print JSON rows")

@@ -202,6 +202,16 @@ def test_with_a_tolerance_the_fastest_member_near_the_best_runs_first(tmp_path):
         Selector("truth", "pair", PAIR, x, y, np.ones(60), tolerance=0.01)
 
 
+def test_a_tolerance_for_the_bic_target_is_refused_before_any_work(tmp_path):
+    records = Path(__file__).resolve().parents[1] / "bench" / "selection-records.h5"
+    out = tmp_path / "s.json"
+    run = subprocess.run([*PSLE, "selector", "fit", str(records), "--target", "bic", "--tolerance", "0.05", "-o",
+                          str(out)], capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        "psle: error: --tolerance 0.05: only the truth target has one (bic ranks by probability)"]
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda d: d["training"]["y"][0].reverse(), "checksum"),
     (lambda d: d.update(format="something-else"), "not a selector file"),

@@ -150,10 +150,8 @@ class PEF:
         if not multi:
             return plans
         features = np.stack([cluster_features(covs[c], n) for c in multi])
-        selector = self._selector()
-        seconds = selector.predicted_seconds(features)
-        for i, (c, row, score, order) in enumerate(zip(multi, features, selector.rank(features),
-                                                       selector.orders(features))):
+        scored, seconds, orders = self._selector().choose(features)
+        for i, (c, row, score, order) in enumerate(zip(multi, features, scored, orders)):
             plans[c] = order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
                                             "scores": [round(float(q), 4) for q in score], "order": order}
             if seconds is not None:

@@ -164,20 +164,26 @@ class Selector:
 
     def orders(self, features: np.ndarray) -> list[list[int]]:
         """Every member of the portfolio in the order to try, for each row of a (clusters x features)
-        matrix: best-scored first (ties by portfolio order); with a tolerance, the fastest member
-        predicted within it of the best goes first."""
+        matrix (see `choose`)."""
+        return self.choose(features)[2]
+
+    def choose(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, list[list[int]]]:
+        """For each row of a (clusters x features) matrix: the members' scores, their predicted seconds
+        (None without a tolerance) and the order to try them in: best-scored first (ties by portfolio
+        order); with a tolerance, the fastest member predicted within it of the best goes first. One
+        prediction per forest, for callers that record the scores beside the choice."""
         table = np.atleast_2d(features)
         scored = self.rank(table)
-        ranked = [order_of(score) for score in scored]
         seconds = self.predicted_seconds(table)
-        if seconds is None:
-            return ranked
         out = []
-        for order, score, secs in zip(ranked, scored, seconds):
-            near = [k for k in order if score[k] >= score[order[0]] - self.tolerance]
-            first = min(near, key=lambda k: (secs[k], k))
-            out.append([first] + [k for k in order if k != first])
-        return out
+        for i, score in enumerate(scored):
+            order = order_of(score)
+            if seconds is not None:
+                near = [k for k in order if score[k] >= score[order[0]] - self.tolerance]
+                first = min(near, key=lambda k: (seconds[i][k], k))
+                order = [first] + [k for k in order if k != first]
+            out.append(order)
+        return scored, seconds, out
 
     @property
     def model_kind(self) -> str:
