@@ -17,8 +17,9 @@ import time
 from collections.abc import Iterator
 
 GRACE = 5.0  # seconds for a SIGTERM sent with the workers' to reach this process too
-MESSAGE = (b"psle: stopped by SLURM (preemption, requeue or time limit); no result is written, "
-           b"the requeued task resumes from its checkpoint\n")
+# Said as the signal arrives, before it is known whether the task still finishes within SLURM's KillWait.
+MESSAGE = (b"psle: stopped by SLURM (preemption, requeue or time limit); unless this task finishes before "
+           b"SLURM's kill, the requeued task resumes from its checkpoint\n")
 
 
 @contextlib.contextmanager
