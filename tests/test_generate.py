@@ -1,10 +1,12 @@
+import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hpc.data.generate import benchmark_problem, random_dag, random_sem, replicate, sample
-from hpc.data.networks import PAPER_TEST_NETWORKS, load_network, network_names
+from hpc.data.networks import PAPER_TEST_NETWORKS, bnlearn_names, load_network, network_names
 from hpc.data.problem import write_problem
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import is_dag
@@ -24,11 +26,32 @@ PAPER_SIZES = {
 
 
 def test_library_has_the_paper_networks_and_healthcare():
-    assert set(PAPER_TEST_NETWORKS) <= set(network_names())
-    assert len(network_names()) == 29
+    assert set(PAPER_TEST_NETWORKS) <= set(bnlearn_names())
+    assert len(bnlearn_names()) == 29 and network_names() == sorted([*bnlearn_names(), "yeast"])
     health = load_network("healthcare")
     assert (health.p, health.n_edges) == (7, 9)
     assert sorted(health.variables[i] for i in health.parents(health.index["T"])) == ["I", "O"]
+
+
+def test_yeast_is_the_papers_4441_gene_network_made_acyclic():
+    yeast = load_network("yeast")
+    assert yeast.p == 4441 and is_dag(yeast)
+    # 12,873 regulatory edges, of which 9 pairs are two-gene loops that become one edge each
+    assert yeast.n_edges == 12873 - 9
+    dag, r = replicate(yeast, 4441, np.random.default_rng(0))
+    assert r == 1 and dag.n_edges == yeast.n_edges
+
+
+def test_feedback_edges_are_reversed_and_two_gene_loops_merged():
+    spec = importlib.util.spec_from_file_location("import_gnw", Path(__file__).parents[1] / "scripts/import_gnw.py")
+    gnw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gnw)
+    # a -> b -> c -> a is a cycle, c <-> d a two-gene loop; the greedy order is a, b, c, d
+    edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "c")]
+    assert gnw.feedback_order(["a", "b", "c", "d"], edges) == ["a", "b", "c", "d"]
+    assert gnw.as_dag(edges) == {"nodes": ["a", "b", "c", "d"], "arcs": [["a", "b"], ["b", "c"], ["a", "c"], ["c", "d"]]}
+    # an acyclic input comes back unchanged
+    assert gnw.as_dag([("x", "y"), ("y", "z"), ("x", "z")])["arcs"] == [["x", "y"], ["y", "z"], ["x", "z"]]
 
 
 @pytest.mark.parametrize("nodes, network", [(n, net) for n, nets in PAPER_SIZES.items() for net in nets])

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hpc.data.networks import load_network, network_names
+from hpc.data.networks import bnlearn_names, load_network
 from hpc.errors import PsleError
 
 
@@ -42,7 +42,7 @@ def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
         raise PsleError(f"the training set needs at least one problem, got {config.problems}")
     if not 1 <= config.min_nodes <= config.max_nodes:
         raise PsleError(f"need 1 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
-    names = list(config.networks) or network_names()
+    names = list(config.networks) or bnlearn_names()
     pool = [n for n in names if load_network(n).p <= config.max_nodes]
     if not pool:
         raise PsleError(f"no network in {names} has at most {config.max_nodes} variables")

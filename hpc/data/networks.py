@@ -1,7 +1,8 @@
-"""The bnlearn structures the benchmarks replicate (shipped in the package: clusters are offline).
+"""The network structures the benchmarks use (shipped in the package: clusters are offline).
 
 `bnlearn.json.gz` is produced by scripts/import_bnlearn.py from pgmpy 1.1.2's wheel (28
-networks) plus bnlearn's model string for healthcare.
+networks) plus bnlearn's model string for healthcare; `gnw.json.gz` by scripts/import_gnw.py from
+GeneNetWeaver (the yeast gene regulatory network of the paper's §4.4, made acyclic).
 """
 
 from __future__ import annotations
@@ -20,17 +21,27 @@ PAPER_TEST_NETWORKS = ("alarm", "asia", "cancer", "child", "earthquake", "hailfi
 
 
 @cache
-def _library() -> dict[str, dict]:
-    raw = resources.files("hpc.data").joinpath("bnlearn.json.gz").read_bytes()
+def _read(filename: str) -> dict[str, dict]:
+    raw = resources.files("hpc.data").joinpath(filename).read_bytes()
     return json.loads(gzip.decompress(raw))["networks"]
 
 
+def _library() -> dict[str, dict]:
+    return _read("bnlearn.json.gz") | _read("gnw.json.gz")
+
+
+def bnlearn_names() -> list[str]:
+    """The bnlearn repository's networks: the pool training problems are drawn from."""
+    return sorted(_read("bnlearn.json.gz"))
+
+
 def network_names() -> list[str]:
+    """Every network a benchmark can use: bnlearn's and the yeast network."""
     return sorted(_library())
 
 
 def load_network(name: str) -> PDAG:
-    """The DAG of a bnlearn network by (case-insensitive) name."""
+    """The DAG of a library network by (case-insensitive) name."""
     lib = _library()
     key = name.lower()
     if key not in lib:

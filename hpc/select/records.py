@@ -71,9 +71,9 @@ class RecordProblem:
 
 def default_pool() -> list[str]:
     """Library networks of at most 250 nodes, minus the paper's ten test networks (never trained on)."""
-    from hpc.data.networks import PAPER_TEST_NETWORKS, load_network, network_names
+    from hpc.data.networks import PAPER_TEST_NETWORKS, bnlearn_names, load_network
 
-    return [n for n in network_names() if n not in PAPER_TEST_NETWORKS and load_network(n).p <= 250]
+    return [n for n in bnlearn_names() if n not in PAPER_TEST_NETWORKS and load_network(n).p <= 250]
 
 
 def record_problems(config: RecordsConfig) -> list[RecordProblem]:
