@@ -399,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     gen = sub.add_parser("generate", help="write a benchmark problem (HDF5) as in the paper's §4.1.1")
     source = gen.add_mutually_exclusive_group(required=True)
-    source.add_argument("--network", help="bnlearn network to replicate (e.g. alarm)")
+    source.add_argument("--network",
+                        help="library network to replicate: bnlearn's (e.g. alarm) or yeast (4,441 genes, one copy)")
     source.add_argument("--graph", choices=GRAPH_MODELS, help="random graph model instead (hub: a few nodes with 30 children or parents)")
     gen.add_argument("--nodes", type=_whole(1), required=True, help="target number of variables")
     gen.add_argument("--seed", type=_whole(0), default=0)
@@ -462,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--min-nodes", type=_whole(1), default=5)
     tr.add_argument("--max-nodes", type=_whole(1), default=1000)
     tr.add_argument("--samples", type=_whole(2), default=1000)
-    tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the library)")
+    tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the bnlearn library)")
     tr.add_argument("--seed", type=_whole(0), default=0)
     tr.add_argument("--time-limit", type=_positive, default=300.0, metavar="SECONDS", help="per member run")
     tr.add_argument("--space", default="fges,pc-stable", metavar="LEARNER,...",

@@ -49,7 +49,8 @@ def test_feedback_edges_are_reversed_and_two_gene_loops_merged():
     # a -> b -> c -> a is a cycle, c <-> d a two-gene loop; the greedy order is a, b, c, d
     edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "c")]
     assert gnw.feedback_order(["a", "b", "c", "d"], edges) == ["a", "b", "c", "d"]
-    assert gnw.as_dag(edges) == {"nodes": ["a", "b", "c", "d"], "arcs": [["a", "b"], ["b", "c"], ["a", "c"], ["c", "d"]]}
+    assert gnw.as_dag(edges) == {"nodes": ["a", "b", "c", "d"],
+                                 "arcs": [["a", "b"], ["b", "c"], ["a", "c"], ["c", "d"]]}
     # an acyclic input comes back unchanged
     assert gnw.as_dag([("x", "y"), ("y", "z"), ("x", "z")])["arcs"] == [["x", "y"], ["y", "z"], ["x", "z"]]
 
