@@ -177,3 +177,31 @@ def test_selection_names_the_results_apart_from_the_papers_p_sle():
                             "selection": "all", "selector": "truth", "top_k": 1})
     assert method_label(own) == "p-sle-bic" and selection_settings(own) == {
         "selection": "predicted", "selector": "bic", "top_k": 1}
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_local_sweep_is_one_line_and_the_same_command_resumes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    overrides = ["method=p-sle", "dataset.network=alarm", "dataset.nodes=600", "executor.workers=2", "seed=0"]
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "psle-experiment"), *overrides], cwd=tmp_path,
+                            env={**os.environ, "PSLE_RESULTS": str(tmp_path)}, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    seen = []
+    while not any(ln.startswith("psle: estimation: member runs") for ln in seen):  # a first member run is done
+        line = proc.stderr.readline()
+        assert line, "".join(seen)
+        seen.append(line)
+    os.killpg(proc.pid, signal.SIGINT)
+    err = "".join(seen) + proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("psle-experiment: interrupted;"), err
+    experiment_dir = next(tmp_path.glob("*/p-sle/alarm-600"))
+    assert not (experiment_dir / "seed0.json").exists() and (experiment_dir / "seed0.checkpoint.h5").exists()
+    rerun = psle_experiment(tmp_path, *overrides)
+    assert rerun.returncode == 0, rerun.stderr
+    graph = json.loads((experiment_dir / "seed0.graph.json").read_text())
+    assert graph["meta"]["resumed_runs"] >= 1 and not (experiment_dir / "seed0.checkpoint.h5").exists()

@@ -80,6 +80,14 @@ def main(cfg: DictConfig) -> dict:
         # Hydra would print a traceback; a user's mistake is one line.
         print(f"psle-experiment: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        if "SUBMITIT_EXECUTOR" in os.environ:
+            raise
+        # Ctrl-C on a local sweep: the task's workers are already stopped (its executor closed on the
+        # way out); finished tasks and this task's checkpoint stay, so the same command continues.
+        print("psle-experiment: interrupted; finished tasks and this task's checkpoint are kept "
+              "(the same command continues)", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":
