@@ -247,6 +247,25 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
                        rtol=1e-9, atol=1e-15)
 
 
+def _start_time(k: int, data: np.ndarray) -> float:
+    import time
+
+    start = time.monotonic()
+    time.sleep(0.05)
+    return start
+
+
+@pytest.mark.slow
+def test_dask_tasks_start_in_the_order_given_with_scattered_data():
+    # PEF hands over its largest clusters first so none is left to run alone at the end; with data
+    # scattered to the worker dask otherwise starts them last-submitted-first after the first one.
+    sizes = [400, 350, 300, 250, 200, 150, 100, 50]
+    with DaskExecutor(n_workers=1) as executor:
+        data = [executor.scatter(np.zeros((s, s)), broadcast=False) for s in sizes]
+        started = dict(executor.run(_start_time, [(k, data[k]) for k in range(len(sizes))]))
+    assert sorted(started, key=started.get) == list(range(len(sizes)))
+
+
 @pytest.mark.slow
 def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     rng = np.random.default_rng(5)
