@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hpc.data.generate import FAMILIES, GRAPH_MODELS
-from hpc.errors import PsleError
+from hpc.errors import PsleError, one_line_warning
 from hpc.jsontext import dumps
 
 
@@ -557,10 +557,6 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def _one_line_warning(message, category, filename, lineno, line=None) -> str:
-    return f"psle: warning: {str(message).strip().splitlines()[0] if str(message).strip() else category.__name__}\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train" and os.environ.get("PYTHONHASHSEED") != "0":
@@ -568,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.execve(sys.executable, [sys.executable, "-m", "hpc.cli", *(sys.argv[1:] if argv is None else argv)],
                   {**os.environ, "PYTHONHASHSEED": "0"})
     formatwarning, sigterm = warnings.formatwarning, signal.getsignal(signal.SIGTERM)
-    warnings.formatwarning = _one_line_warning
+    warnings.formatwarning = one_line_warning
     # Inside a submitit job its own handlers must stay (they requeue on preemption): only replace the default.
     if sigterm == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)

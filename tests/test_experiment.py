@@ -205,3 +205,14 @@ def test_ctrl_c_on_a_local_sweep_is_one_line_and_the_same_command_resumes(tmp_pa
     assert rerun.returncode == 0, rerun.stderr
     graph = json.loads((experiment_dir / "seed0.graph.json").read_text())
     assert graph["meta"]["resumed_runs"] >= 1 and not (experiment_dir / "seed0.checkpoint.h5").exists()
+
+
+@pytest.mark.slow
+def test_warnings_of_a_task_are_one_line_each(tmp_path):
+    # Every member run cut at 0.2 s: each cluster warns, and the run records its timeout.
+    run = psle_experiment(tmp_path, "method=p-sle", "dataset.network=asia", "dataset.nodes=40", "time_limit=0.2",
+                          "wall_limit=null", "executor.workers=1", "progress=false", timeout=300)
+    assert run.returncode == 0, run.stderr
+    warned = [ln for ln in run.stderr.splitlines() if "warning:" in ln.lower()]
+    assert warned and all(ln.startswith("psle: warning: cluster ") for ln in warned), run.stderr
+    assert "UserWarning" not in run.stderr and "learner.fit(" not in run.stderr, run.stderr

@@ -12,6 +12,7 @@ import warnings
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from hpc.errors import one_line_warning
 from hpc.learners.ensemble import conf_dir
 
 # Where results go by default: the directory psle-experiment was started in. SLURM jobs start in
@@ -66,6 +67,7 @@ def main(cfg: DictConfig) -> dict:
 
     quiet_dask()
     log_progress()
+    warnings.formatwarning = one_line_warning  # one line per warning, as psle learn prints them
     try:
         check_task(cfg)
         if "SLURM_JOB_ID" not in os.environ:
