@@ -93,11 +93,14 @@ def _method_spec(args: argparse.Namespace):
     selection = args.selection or default_selection(args.method, args.sle, args.selector)
     pef = args.method.startswith("p-")
     options = {"pef_options": _parse_params(args.pef)} if args.pef else {}
+    if args.runaway is not None and selection != "predicted":
+        raise PsleError(f"--runaway applies to --selection predicted (it cuts a run that outlasts its prediction), "
+                        f"not to this run's selection {selection}")
     if args.method in ("sle", "p-sle"):
         predicted = selection == "predicted"
         return MethodSpec(args.method, pef, sle=args.sle or (None if predicted else "learned"),
                           selection=selection, selector=(args.selector or "truth") if predicted else None,
-                          top_k=args.top_k, **options)
+                          top_k=args.top_k, runaway=20.0 if args.runaway is None else args.runaway, **options)
     base = args.method[2:] if pef else args.method
     assert base in MEMBERS  # argparse's choices come from the registry
     return MethodSpec(args.method, pef, members=({"method": base, **params},), **options)
@@ -433,6 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "paper's BIC winner, fewer runs) or a selector .json from `psle selector fit`")
     learn.add_argument("--top-k", type=_whole(1), default=1, metavar="K",
                        help="with --selection predicted: run the K most likely members and keep the best BIC")
+    learn.add_argument("--runaway", type=float, default=None, metavar="FACTOR",
+                       help="with --selection predicted: cut a member run at FACTOR times its predicted seconds "
+                            "(at least 300 s) and run the next member instead, unless it is the last (default 20; "
+                            "0: off)")
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",

@@ -338,6 +338,9 @@ def test_psle_learn_selects_per_cluster_by_default_but_runs_all_of_a_users_own_e
     assert spec("--method", "p-fges").selection == "all" and spec("--method", "sle").selection == "all"
     with pytest.raises(PsleError, match="applies to p-sle only"):
         spec("--method", "p-fges", "--selection", "predicted")
+    assert default.runaway == 20.0 and spec("--runaway", "0").runaway == 0.0
+    with pytest.raises(PsleError, match="--runaway applies to --selection predicted"):
+        spec("--selection", "all", "--runaway", "5")
 
 
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
@@ -359,6 +362,42 @@ def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeyp
     assert all(s["ran"] == [0, 1] for s in pef.selections_)
     pc_only = PEF(PAIR[1:], progress=False).fit(problem.data, problem.variables)
     assert pef.graph_ == pc_only.graph_
+
+
+def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member(monkeypatch):
+    """The runaway guard: fGES is predicted best and fast; a run that outlasts runaway x its predicted
+    seconds is cut (here: simulated as any fGES run given a limit), and PC-Stable, the last member
+    left, runs with no limit of the guard's."""
+    from hpc.learners.ensemble import MemberRun, run_member
+    from hpc.pef import pipeline
+
+    limits = []
+
+    def fges_outlasts_any_limit(spec, cov, n, variables, time_limit, *args):
+        limits.append((spec["method"], time_limit))
+        if spec["method"] == "fges" and time_limit is not None:
+            return MemberRun(dict(spec), "timed out", None, None, None, time_limit, None)
+        return run_member(spec, cov, n, variables, time_limit, *args)
+
+    monkeypatch.setattr(pipeline, "run_member", fges_outlasts_any_limit)
+    problem = benchmark_problem(120, 2, network="insurance")
+    x, y = np.zeros((3, len(FEATURES))), np.tile([1.5, 1.0], (3, 1))
+    fast_fges = Selector("truth", "pair", PAIR, x, y, np.ones(3), seconds=np.tile([2.0, 30.0], (3, 1)),
+                         tolerance=0.01)
+    with pytest.warns(UserWarning, match="timed out"):
+        pef = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=200).fit(
+            problem.data, problem.variables)
+    fges_limits = [t for m, t in limits if m == "fges"]
+    # 200 x the predicted 2 s is 400 s, over the 300 s floor; PC-Stable, the last one left, gets no guard
+    assert fges_limits and all(t == pytest.approx(400.0, rel=0.05) for t in fges_limits)
+    assert {t for m, t in limits if m == "pc-stable"} == {None}
+    assert pef.status_ == "ok" and set(pef.winners_) == {1} and all(s["ran"] == [0, 1] for s in pef.selections_)
+    limits.clear()
+    off = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=0).fit(
+        problem.data, problem.variables)
+    assert {t for m, t in limits} == {None} and set(off.winners_) == {0}
+    with pytest.raises(PsleError, match="runaway"):
+        PEF(PAIR, selection="predicted", selector=fast_fges, runaway=0.5).validate()
 
 
 def test_the_scored_policy_runs_the_next_member_where_the_chosen_one_failed():
