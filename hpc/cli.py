@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --selection predicted: run the K most likely members and keep the best BIC")
     learn.add_argument("--runaway", type=float, default=None, metavar="FACTOR",
                        help="with --selection predicted: cut a member run at FACTOR times its predicted seconds "
-                            "(at least 300 s) and run the next member instead, unless it is the last (default 20; "
+                            "(at least 900 s) and run the next member instead, unless it is the last (default 20; "
                             "0: off)")
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
