@@ -93,14 +93,16 @@ def _method_spec(args: argparse.Namespace):
     selection = args.selection or default_selection(args.method, args.sle, args.selector)
     pef = args.method.startswith("p-")
     options = {"pef_options": _parse_params(args.pef)} if args.pef else {}
-    if args.runaway is not None and selection != "predicted":
-        raise PsleError(f"--runaway applies to --selection predicted (it cuts a run that outlasts its prediction), "
-                        f"not to this run's selection {selection}")
+    if args.runaway is not None:
+        if selection != "predicted":
+            raise PsleError(f"--runaway applies to --selection predicted (it cuts a run that outlasts its "
+                            f"prediction), not to this run's selection {selection}")
+        options["runaway"] = args.runaway
     if args.method in ("sle", "p-sle"):
         predicted = selection == "predicted"
         return MethodSpec(args.method, pef, sle=args.sle or (None if predicted else "learned"),
                           selection=selection, selector=(args.selector or "truth") if predicted else None,
-                          top_k=args.top_k, runaway=20.0 if args.runaway is None else args.runaway, **options)
+                          top_k=args.top_k, **options)
     base = args.method[2:] if pef else args.method
     assert base in MEMBERS  # argparse's choices come from the registry
     return MethodSpec(args.method, pef, members=({"method": base, **params},), **options)
