@@ -103,7 +103,8 @@ def main() -> None:
             urllib.request.urlretrieve(JAR_URL, jar)
         edges = read_edges(jar)
     dag = as_dag(edges)
-    reversed_ = sum(1 for a, b in edges if [a, b] not in dag["arcs"])
+    kept = {tuple(arc) for arc in dag["arcs"]}
+    reversed_ = sum(1 for edge in edges if edge not in kept)
     doc = {"source": f"GeneNetWeaver {COMMIT[:12]} lib/gnw-networks.jar (sha256 {JAR_SHA256}, MIT): {MEMBER}; "
                      "edges against an Eades-Lin-Smyth order reversed",
            "networks": {"yeast": dag}}

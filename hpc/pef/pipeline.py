@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from hpc.autosle.checkpoint import canonical
+from hpc.checks import check_number
 from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
@@ -132,9 +133,9 @@ class PEF:
                     or not 1 <= self.top_k <= len(self.members):
                 raise PsleError(f"top_k must be a whole number in [1, {len(self.members)}] (the portfolio's size), "
                                 f"got {self.top_k!r}")
-        if isinstance(self.runaway, bool) or not isinstance(self.runaway, (int, float)) \
-                or not (np.isfinite(self.runaway) and (self.runaway == 0 or self.runaway >= 1)):
-            raise PsleError(f"runaway must be 0 (off) or a factor of at least 1, got {self.runaway!r}")
+        check_number("runaway", self.runaway, 0)
+        if not (self.runaway == 0 or 1 <= self.runaway < np.inf):
+            raise PsleError(f"runaway={self.runaway!r}: must be 0 (off) or a factor of at least 1")
         check_members(self.members or [], self.time_limit, "PEF needs at least one member learner")
         check_wall_limit(self.wall_limit, "PEF")
         self.partition.validate()
