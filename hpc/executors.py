@@ -169,7 +169,10 @@ class DaskExecutor(SerialExecutor):
             for future in as_completed(futures):
                 yield futures[future], future.result()
         finally:  # a caller that stops early (a wall limit, an error) leaves no tasks queued behind it
-            self.client.cancel(list(futures))
+            # A caller interrupted between two results leaves this generator to the garbage collector,
+            # which may close it after the client: then there is nothing left to cancel.
+            if self.client.status == "running":
+                self.client.cancel(list(futures))
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand."""

@@ -1,6 +1,8 @@
 """PEF's steps on planted problems whose answers are known, plus agreement with scipy."""
 
+import gc
 import os
+import sys
 import time
 
 import numpy as np
@@ -264,6 +266,23 @@ def test_dask_tasks_start_in_the_order_given_with_scattered_data():
         data = [executor.scatter(np.zeros((s, s)), broadcast=False) for s in sizes]
         started = dict(executor.run(_start_time, [(k, data[k]) for k in range(len(sizes))]))
     assert sorted(started, key=started.get) == list(range(len(sizes)))
+
+
+@pytest.mark.slow
+def test_a_dask_run_abandoned_between_results_closes_quietly_after_its_executor():
+    # Ctrl-C between two results leaves the run's generator to the garbage collector, which may
+    # reach it after the executor closed: that must print nothing (it printed a RuntimeError traceback).
+    with DaskExecutor(n_workers=1) as executor:
+        results = executor.run(pow, [(2, 3), (2, 4), (2, 5)])
+        next(results)
+    unraisable, hook = [], sys.unraisablehook
+    sys.unraisablehook = unraisable.append
+    try:
+        del results
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert not unraisable, unraisable[0].exc_value
 
 
 @pytest.mark.slow
