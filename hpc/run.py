@@ -24,7 +24,7 @@ class MethodSpec:
     selection: str = "all"
     selector: str | None = None
     top_k: int = 1
-    runaway: float = 20.0
+    runaway: float | None = None  # None: PEF's default factor
     pef_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,7 +71,7 @@ def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limi
         partition, fusion = pef_configs(spec.pef_options)
         estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress,
                         wall_limit=wall_limit, selection=spec.selection, selector=spec.selector, top_k=spec.top_k,
-                        runaway=spec.runaway,
+                        **({} if spec.runaway is None else {"runaway": spec.runaway}),
                         checkpoint=None if checkpoint is None else str(checkpoint))
     elif members and len(members) == 1 and spec.sle is None:
         limit = min((t for t in (time_limit, wall_limit) if t is not None), default=None)

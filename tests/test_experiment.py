@@ -176,7 +176,7 @@ def test_selection_names_the_results_apart_from_the_papers_p_sle():
     own = OmegaConf.create({"method": {**p_sle, "name": "p-sle-bic", "selection": "predicted", "selector": "bic"},
                             "selection": "all", "selector": "truth", "top_k": 1})
     assert method_label(own) == "p-sle-bic" and selection_settings(own) == {
-        "selection": "predicted", "selector": "bic", "top_k": 1, "runaway": 20.0}
+        "selection": "predicted", "selector": "bic", "top_k": 1, "runaway": None}
 
 
 @pytest.mark.slow

@@ -72,7 +72,7 @@ def method_spec(cfg: Any):
 
 def selection_settings(cfg: Any) -> dict[str, Any]:
     """Selection keys of the method config (e.g. method=p-sle-truth), else the top-level ones."""
-    defaults = {"selection": "all", "selector": None, "top_k": 1, "runaway": 20.0}
+    defaults = {"selection": "all", "selector": None, "top_k": 1, "runaway": None}
     return {k: cfg.method.get(k, cfg.get(k, v)) for k, v in defaults.items()}
 
 

@@ -40,6 +40,8 @@ SELECTIONS = ("all", "predicted")
 #: its prediction; on the yeast network BOSS runs took up to 27 times theirs (275 s), and with 300 s here
 #: one of them, slowed by other work on the machine, was cut.
 RUNAWAY_FLOOR = 900.0
+#: Default runaway factor: on the records the chosen member took at most 14 times its prediction.
+RUNAWAY = 20.0
 
 
 class WallLimitHit(Exception):
@@ -104,7 +106,7 @@ class PEF:
                  partition: PartitionConfig = PartitionConfig(), fusion: FusionConfig = FusionConfig(),
                  executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
                  selector: Selector | str | None = None, top_k: int = 1, checkpoint: str | None = None,
-                 runaway: float = 20.0):
+                 runaway: float = RUNAWAY):
         self.members = members
         self.time_limit = time_limit
         self.wall_limit = wall_limit
@@ -181,6 +183,14 @@ class PEF:
             return self.time_limit
         guard = max(RUNAWAY_FLOOR, self.runaway * plan["predicted_seconds"][k])
         return guard if self.time_limit is None else min(self.time_limit, guard)
+
+    def _why(self, run: MemberRun, plan: dict[str, Any] | None, k: int) -> str:
+        """A failed run's status, saying so when the runaway guard (not the user's limit) cut it."""
+        limit = self._run_limit(plan, k)
+        if run.status == TIMED_OUT and limit is not None and limit != self.time_limit:
+            return (f"cut by the runaway guard after {limit:.0f} s ({self.runaway:g}x its predicted "
+                    f"{plan['predicted_seconds'][k]:g} s; runaway=0 turns the guard off)")
+        return run.status + (f": {run.error}" if run.error else "")
 
     def _fallback(self, runs: list[MemberRun | None], plan: dict[str, Any] | None,
                   deadline: float | None) -> int | None:
@@ -267,10 +277,10 @@ class PEF:
         for c, idx in enumerate(clusters):
             k = best_run(runs[c])
             winners.append(k)
-            for r in runs[c]:
+            for j, r in enumerate(runs[c]):
                 if r is not None and r.status != OK and not expired:
-                    warnings.warn(f"cluster {c}: member {r.spec} {r.status}"
-                                  f"{': ' + r.error if r.error else ''}; skipped", stacklevel=2)
+                    warnings.warn(f"cluster {c}: member {r.spec} {self._why(r, plans[c][1], j)}; skipped",
+                                  stacklevel=2)
             if k is None:
                 if not expired:
                     warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed; it gets no edges",
