@@ -241,7 +241,17 @@ def _records(args: argparse.Namespace) -> None:
     from hpc.progress import Progress
     from hpc.select.records import RecordsConfig, build_records, parse_shard, record_problems
 
-    check_output(args.output, PROBLEM_SUFFIXES, "the records file")
+    check_output(args.output, PROBLEM_SUFFIXES, "the records file", inputs=(args.upgrade,) if args.upgrade else ())
+    if args.upgrade:
+        from hpc.select.records import upgrade_records
+
+        if Path(args.output).exists():
+            raise PsleError(f"{args.output} exists; --upgrade writes a new records file")
+        store, dropped = upgrade_records(args.upgrade, args.output, Progress(min_interval=5))
+        print(f"psle: {len(store.rows)} records with this version's features -> {args.output}"
+              + (f" ({dropped} cluster{'s' * (dropped > 1)} dropped: no longer regenerated with the same data)" if dropped
+                 else ""), file=sys.stderr)
+        return
     parse_shard(args.shard)
     if args.min_nodes > args.max_nodes:
         raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
@@ -489,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     rc = sub.add_parser("records", help="run a portfolio on PEF's clusters of generated problems with known truth "
                                          "(what member selection learns from); rerun to resume")
     rc.add_argument("-o", "--output", required=True, help="records file (.h5); an existing one is resumed")
+    rc.add_argument("--upgrade", metavar="OLD.h5", help="recompute the features of records an older psle made "
+                                                        "(no member reruns) into a new -o file")
     rc.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES, help="problem families")
     rc.add_argument("--problems-per-family", type=_whole(1), default=6)
     rc.add_argument("--min-nodes", type=_whole(1), default=500)

@@ -57,6 +57,22 @@ def test_features_see_a_hub():
     assert f["partial_degree_skew"] > 2 > f["marginal_degree_skew"]
 
 
+def test_pilot_features_tell_a_collider_from_a_chain_and_count_triangles():
+    """x -> c <- y: x and y are independent, so c is a collider of the one unshielded triple;
+    x -> c -> y: c separates x and y at depth 1, so it is not. A triangle has no unshielded triple."""
+    rng = np.random.default_rng(2)
+    x, y, e = rng.standard_normal((3, 2000))
+    shapes = {"collider": np.column_stack([x, y, x + y + e]), "chain": np.column_stack([x, x + e, x + e + y]),
+              "triangle": np.column_stack([x, x + e, x + 0.5 * (x + e) + y])}
+    f = {k: dict(zip(FEATURES, cluster_features(covariance(v), 2000))) for k, v in shapes.items()}
+    assert f["collider"]["pilot_unshielded_per_var"] == f["chain"]["pilot_unshielded_per_var"] == pytest.approx(1 / 3)
+    assert f["collider"]["pilot_collider_fraction"] == 1.0 and f["chain"]["pilot_collider_fraction"] == 0.0
+    assert f["chain"]["pilot_kept_after_depth1"] == pytest.approx(2 / 3)  # x - y went at depth 1
+    assert f["collider"]["pilot_kept_after_depth1"] == 1.0  # x - y already went at depth 0
+    assert f["triangle"]["pilot_transitivity"] == 1.0 and f["triangle"]["pilot_unshielded_per_var"] == 0.0
+    assert f["chain"]["pilot_transitivity"] == 0.0 and f["chain"]["pilot_degree_mean"] == pytest.approx(4 / 3)
+
+
 def test_restricted_truth_is_the_cpdag_of_the_induced_subgraph():
     from tests.conftest import dag
 
@@ -107,6 +123,40 @@ def test_records_hold_every_member_on_every_cluster_and_resume_without_rerunning
     assert again.rows.keys() == store.rows.keys()
     with pytest.raises(PsleError, match="other settings"):
         build_records(RecordsConfig(families=("hub",)), PAIR, path, SerialExecutor())
+
+
+def test_records_of_an_older_feature_set_are_upgraded_without_rerunning_members(small_records, tmp_path):
+    """An older psle's records (here: the first 20 features, one cluster's data since changed) get
+    this version's features; the changed cluster is dropped rather than paired with new data."""
+    from hpc.autosle.checkpoint import canonical
+    from hpc.select.records import COLUMNS, content_hash
+
+    path = small_records[0]
+    old = tmp_path / "old.h5"
+    old.write_bytes(path.read_bytes())
+    with h5py.File(old, "r+") as f:
+        g = f["records"]
+        features = g["features"][()][:, :20]
+        changed = g["key"][0].rpartition(b"#")[0]  # problem#cluster
+        features[[k.rpartition(b"#")[0] == changed for k in g["key"][()]], 3] += 0.01
+        del g["features"]
+        g["features"] = features
+        arrays = {name: g[name][()] for name in ("key", "status", "features", *COLUMNS)}
+        for name in ("key", "status"):
+            arrays[name] = np.array([v.decode() for v in arrays[name]], dtype=object)
+        f.attrs["features"] = canonical(list(FEATURES[:20]))
+        f.attrs["sha256"] = content_hash(arrays, json.loads(f.attrs["done_problems"]))
+    with pytest.raises(PsleError, match="other features .* psle records --upgrade"):
+        read_records(old)
+    new = tmp_path / "new.h5"
+    proc = subprocess.run([*PSLE, "records", "--upgrade", str(old), "-o", str(new)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "(1 cluster dropped" in proc.stderr, proc.stderr
+    rows, fresh = read_records(new)["rows"], {r["key"]: r for r in read_records(path)["rows"]}
+    assert len(rows) == len(fresh) - 2 and all(r["key"].rpartition("#")[0] != changed.decode() for r in rows)
+    for r in rows:  # the same runs, with every feature this version computes
+        assert np.allclose(r["features"], fresh[r["key"]]["features"]) and r["bic"] == fresh[r["key"]]["bic"]
+    again = subprocess.run([*PSLE, "records", "--upgrade", str(old), "-o", str(new)], capture_output=True, text=True)
+    assert again.returncode != 0 and again.stderr.strip().endswith("exists; --upgrade writes a new records file")
 
 
 def test_damaged_records_are_refused(small_records, tmp_path):

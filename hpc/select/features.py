@@ -24,6 +24,22 @@ a small fraction of the cheapest member's run there. Each feature, and why it ma
   inverse): the signal strength a score or a test has to work with.
 - `top_eigen_fraction`: the largest eigenvalue of R over p: one common factor (a hub, or a
   dense block) against many weak local ones.
+
+Pilot features, from a cheap first pass of the search itself (landmarking: Pfahringer et al.,
+2000): PC-Stable's adjacency search up to depth 1 (Fisher z, α = 0.01, the numpy engine), a few
+percent of a full PC-Stable run. Thresholded correlations could not tell apart the clusters where
+a low-penalty search wins from those where a high penalty wins (they look alike in density); what
+a depth-1 search leaves and how it separates pairs does:
+
+- `pilot_degree_mean`, `pilot_degree_cv`, `pilot_degree_max`, `pilot_degree_skew`: the degrees of
+  the depth-1 skeleton (mean absolute, max as a fraction of p).
+- `pilot_transitivity`: triangles over connected triples of that skeleton (small-world graphs are
+  rich in triangles, trees and sparse random graphs are not).
+- `pilot_kept_after_depth1`: edges left after depth 1 over edges left after depth 0: how many
+  marginal dependencies one other variable explains (chains, trees) or not (dense graphs).
+- `pilot_unshielded_per_var`: unshielded triples a - c - b per variable.
+- `pilot_collider_fraction`: the share of those whose centre is not in the pair's separating set,
+  i.e. the colliders PC would orient: many parents per child (dense random DAGs) give many.
 """
 
 from __future__ import annotations
@@ -32,17 +48,22 @@ import numpy as np
 import scipy.linalg
 from scipy.special import ndtri
 
+from hpc.learners.pc import skeleton
+
 FEATURES: tuple[str, ...] = (
     "log_p", "log_n", "p_over_n",
     "abs_corr_mean", "abs_corr_q50", "abs_corr_q90", "abs_corr_q99",
     "marginal_density", "marginal_degree_cv", "marginal_degree_skew", "marginal_degree_max",
     "partial_density", "partial_degree_mean", "partial_degree_cv", "partial_degree_skew", "partial_degree_max",
     "partial_to_marginal", "r2_mean", "r2_q90", "top_eigen_fraction",
+    "pilot_degree_mean", "pilot_degree_cv", "pilot_degree_max", "pilot_degree_skew", "pilot_transitivity",
+    "pilot_kept_after_depth1", "pilot_unshielded_per_var", "pilot_collider_fraction",
 )
 #: Bumped whenever a feature's definition changes; selectors record the version they were fit on.
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 RIDGE = 0.1
 ALPHA = 0.01
+PILOT_DEPTH = 1
 
 
 def correlation(cov: np.ndarray) -> np.ndarray:
@@ -62,6 +83,27 @@ def _spread(counts: np.ndarray) -> tuple[float, float]:
         return 0.0, 0.0
     skew = float(np.mean(((counts - mean) / sd) ** 3))
     return float(sd / mean) if mean > 0 else 0.0, skew
+
+
+def pilot_features(r: np.ndarray, n: int) -> list[float]:
+    """The pilot features of a correlation matrix (see the module's docstring)."""
+    p = r.shape[0]
+    kept0 = int(np.triu(skeleton(r, n, ALPHA, 0)[0], 1).sum())
+    adj, sepsets = skeleton(r, n, ALPHA, PILOT_DEPTH)
+    a = adj.astype(np.float64)
+    deg = a.sum(axis=1)
+    cv, skew = _spread(deg)
+    common = a @ a  # common neighbours of each pair
+    wedges = float((deg * (deg - 1) / 2).sum())
+    triangles = float(np.einsum("ij,ji->", common, a)) / 6
+    open_pairs = np.triu(~adj, 1)
+    unshielded = float(common[open_pairs].sum())
+    # A pair separated at depth <= 1 has at most one separating variable; it is a non-collider centre
+    # of that pair's triple where it neighbours both.
+    non_colliders = sum(1 for (i, j), s in sepsets.items() if s and adj[i, s[0]] and adj[j, s[0]])
+    return [deg.mean(), cv, deg.max() / p, skew, 3 * triangles / wedges if wedges else 0.0,
+            int(np.triu(adj, 1).sum()) / kept0 if kept0 else 0.0, unshielded / p,
+            (unshielded - non_colliders) / unshielded if unshielded else 0.0]
 
 
 def cluster_features(cov: np.ndarray, n: int) -> np.ndarray:
@@ -100,6 +142,7 @@ def cluster_features(cov: np.ndarray, n: int) -> np.ndarray:
         m_density, m_cv, m_skew, m_deg.max() / p,
         p_density, p_deg.mean(), p_cv, p_skew, p_deg.max() / p,
         p_density / m_density if m_density > 0 else 0.0, r2.mean(), np.quantile(r2, 0.9), top / p,
+        *pilot_features(r, n),
     ]
     out = np.asarray(values, dtype=np.float64)
     return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)

@@ -215,8 +215,9 @@ def content_hash(arrays: dict[str, np.ndarray], done: list[str]) -> str:
     return h.hexdigest()
 
 
-def read_records(path: str | os.PathLike) -> dict[str, Any]:
-    """A records file's settings and rows, checked (format, version, checksum); one-line errors."""
+def read_records(path: str | os.PathLike, any_features: bool = False) -> dict[str, Any]:
+    """A records file's settings and rows, checked (format, version, checksum); one-line errors.
+    Records of other features than this version computes are refused unless `any_features` (to upgrade them)."""
     path = Path(path)
     if not path.is_file():
         raise PsleError(f"{path}: no such file")
@@ -237,12 +238,48 @@ def read_records(path: str | os.PathLike) -> dict[str, Any]:
     arrays, settings, done, names, stored_hash, stamp = read_h5(path, read, "records file")
     if content_hash(arrays, done) != stored_hash or fingerprint(settings) != stamp:
         raise PsleError(f"{path}: records file is damaged (checksum mismatch); refusing to use or overwrite it")
-    if names != list(FEATURES):
+    if names != list(FEATURES) and not any_features:
         raise PsleError(f"{path}: records hold other features ({len(names)}) than this version computes "
-                        f"({len(FEATURES)}); rebuild them")
+                        f"({len(FEATURES)}); upgrade them with psle records --upgrade {path} -o NEW.h5")
     rows = [{"key": arrays["key"][i], "status": arrays["status"][i], "features": arrays["features"][i],
              **{c: arrays[c][i].item() for c in COLUMNS}} for i in range(len(arrays["key"]))]
-    return {"settings": settings, "fingerprint": stamp, "rows": rows, "done_problems": done}
+    return {"settings": settings, "fingerprint": stamp, "rows": rows, "done_problems": done, "features": names}
+
+
+def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress=None) -> tuple[RecordStore, int]:
+    """Records of an older feature set, with this version's features and no member rerun.
+
+    Each problem is regenerated and partitioned again; a cluster keeps its member runs only where
+    the features both versions compute agree with one of the regenerated clusters' (the same data),
+    so a generator change since the records were made drops its clusters instead of pairing old
+    runs with new data. Written once, at the end. Returns the store and the number of clusters dropped.
+    """
+    doc = read_records(source, any_features=True)
+    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "feature_version": FEATURE_VERSION}
+    store = RecordStore(path, settings, doc["settings"].get("shard", "0/1"))
+    shared = [(doc["features"].index(f), FEATURES.index(f)) for f in doc["features"] if f in FEATURES]
+    by_problem: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for r in doc["rows"]:
+        problem, c, _ = r["key"].rsplit("#", 2)
+        by_problem.setdefault(problem, {}).setdefault(int(c), []).append(r)
+    dropped = 0
+    for i, (key, clusters) in enumerate(sorted(by_problem.items())):
+        fresh = problem_clusters(RecordProblem(**json.loads(key)), settings["samples"])
+        for rows in clusters.values():
+            old = np.array([rows[0]["features"][a] for a, _ in shared])
+            c = next((c for c in fresh if np.allclose(old, [c.features[b] for _, b in shared], rtol=1e-6, atol=1e-9)),
+                     None)  # the same data, wherever the partition now lists it
+            if c is None:
+                dropped += 1
+                continue
+            for r in rows:
+                store.rows[r["key"]] = {**r, "features": c.features}
+        if key in doc["done_problems"]:
+            store.done_problems.add(key)
+        if progress:
+            progress("records: problems regenerated", i + 1, len(by_problem))
+    store.save()
+    return store, dropped
 
 
 def join_records(docs: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
