@@ -76,6 +76,25 @@ def test_skeleton_equals_tetrads_and_orientation_is_as_good(tetrad_pc, network, 
     assert f1_ours > f1_theirs - 0.05
 
 
+@pytest.mark.parametrize("graph", ["er", "sf", "hub", "ws", "collinear"])
+def test_depth_one_in_whole_rows_matches_the_general_search(graph):
+    """The same edges and separating sets as the general search at depth 1 (whose tests Tetrad's
+    skeleton checks above), including pairs whose partial correlation is undefined (collinear data)."""
+    from hpc.learners.pc import _depth_one, _search_depth
+
+    if graph == "collinear":
+        x = np.random.default_rng(0).standard_normal((50, 30))
+        x[:, 1], x[:, 5] = x[:, 0], x[:, 3] + x[:, 4]
+        r, n = correlation(covariance(x)), 50
+    else:
+        problem = benchmark_problem(200, 1, 1000, graph=graph, edges_per_node=2)
+        r, n = correlation(covariance(problem.data)), problem.n
+    for alpha in (0.05, 0.2):
+        adj, _ = skeleton(r, n, alpha, 0)
+        expected = _search_depth(r, n, alpha, adj, 1)
+        assert expected and _depth_one(r, n, alpha, adj) == expected
+
+
 def test_member_runs_the_numpy_engine_in_its_worker():
     problem = benchmark_problem(40, 3, 1000, network="alarm")
     member = PCStable(engine="numpy").fit(problem.data, problem.variables)

@@ -34,7 +34,8 @@ def partial_correlations(corr: np.ndarray, x: np.ndarray, y: np.ndarray, s: np.n
     if s.shape[1] == 1:  # closed form: a third of the batched inverses' time at depth 1
         z = s[:, 0]
         rxz, ryz = corr[x, z], corr[y, z]
-        return (corr[x, y] - rxz * ryz) / np.sqrt((1.0 - rxz * rxz) * (1.0 - ryz * ryz))
+        with np.errstate(divide="ignore", invalid="ignore"):  # NaN where z is collinear: never independent
+            return (corr[x, y] - rxz * ryz) / np.sqrt((1.0 - rxz * rxz) * (1.0 - ryz * ryz))
     idx = np.column_stack([x, y, s])
     precision = np.linalg.inv(corr[idx[:, :, None], idx[:, None, :]])
     return -precision[:, 0, 1] / np.sqrt(precision[:, 0, 0] * precision[:, 1, 1])
@@ -65,11 +66,39 @@ def skeleton(corr: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.nda
         degree = adj.sum(axis=1)
         if degree.max(initial=0) - 1 < d:
             break
-        removed = _search_depth(corr, n, alpha, adj, d)
+        removed = _depth_one(corr, n, alpha, adj) if d == 1 else _search_depth(corr, n, alpha, adj, d)
         for (a, b), s in removed.items():
             adj[a, b] = adj[b, a] = False
             sepsets[(a, b)] = s
     return adj, sepsets
+
+
+def _depth_one(corr: np.ndarray, n: int, alpha: float, adj: np.ndarray) -> dict[tuple[int, int], tuple[int, ...]]:
+    """`_search_depth` at depth 1 (the same edges and separating sets), as whole rows of closed-form
+    partial correlations: each edge against every variable at once, then masked to its candidates.
+    O(edges x p) with no Python loop per test, where the general search spends minutes on a
+    densely correlated cluster (157 s at 500 variables with one common factor)."""
+    edges = np.argwhere(np.triu(adj, 1))
+    removed: dict[tuple[int, int], tuple[int, ...]] = {}
+    if len(edges) == 0:
+        return removed
+    p = corr.shape[0]
+    chunk = max(1, BATCH // p)
+    for start in range(0, len(edges), chunk):
+        a, b = edges[start:start + chunk, 0], edges[start:start + chunk, 1]
+        ra, rb = corr[a], corr[b]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (corr[a, b][:, None] - ra * rb) / np.sqrt((1.0 - ra * ra) * (1.0 - rb * rb))
+        sep = independent(np.nan_to_num(r, nan=1.0), n, 1, alpha)  # undefined (collinear): not independent
+        rows = np.arange(len(a))
+        # Candidates in the general search's order: a's other neighbours, then b's (first match wins).
+        sides = [adj[a] & sep, adj[b] & sep]
+        for side in sides:
+            side[rows, a] = side[rows, b] = False
+        for k in np.flatnonzero(sides[0].any(axis=1) | sides[1].any(axis=1)).tolist():
+            side = sides[0][k] if sides[0][k].any() else sides[1][k]
+            removed[(int(a[k]), int(b[k]))] = (int(np.argmax(side)),)
+    return removed
 
 
 def _search_depth(corr: np.ndarray, n: int, alpha: float, adj: np.ndarray, d: int) -> dict[tuple[int, int], tuple[int, ...]]:
