@@ -88,8 +88,9 @@ def _spread(counts: np.ndarray) -> tuple[float, float]:
 def pilot_features(r: np.ndarray, n: int) -> list[float]:
     """The pilot features of a correlation matrix (see the module's docstring)."""
     p = r.shape[0]
-    kept0 = int(np.triu(skeleton(r, n, ALPHA, 0)[0], 1).sum())
     adj, sepsets = skeleton(r, n, ALPHA, PILOT_DEPTH)
+    kept = int(np.triu(adj, 1).sum())
+    kept0 = kept + sum(1 for s in sepsets.values() if s)  # the pairs depth 1 separated were kept at depth 0
     a = adj.astype(np.float64)
     deg = a.sum(axis=1)
     cv, skew = _spread(deg)
@@ -102,7 +103,7 @@ def pilot_features(r: np.ndarray, n: int) -> list[float]:
     # of that pair's triple where it neighbours both.
     non_colliders = sum(1 for (i, j), s in sepsets.items() if s and adj[i, s[0]] and adj[j, s[0]])
     return [deg.mean(), cv, deg.max() / p, skew, 3 * triangles / wedges if wedges else 0.0,
-            int(np.triu(adj, 1).sum()) / kept0 if kept0 else 0.0, unshielded / p,
+            kept / kept0 if kept0 else 0.0, unshielded / p,
             (unshielded - non_colliders) / unshielded if unshielded else 0.0]
 
 
