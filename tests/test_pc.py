@@ -107,6 +107,19 @@ def test_depth_one_on_collinear_data_keeps_what_it_cannot_test():
         assert np.isfinite(rab_c) and abs(np.arctanh(rab_c)) * np.sqrt(50 - 4) < 1.29  # z(0.9): p > 0.2
 
 
+def test_collinear_variables_at_any_depth_stay_dependent_instead_of_failing():
+    """A singular conditioning block (x1 = x0, x2 = x0 + x1) raised LinAlgError at depth 2."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 10))
+    x[:, 1] = x[:, 0]
+    x[:, 2] = x[:, 0] + x[:, 1]
+    x[:, 3] = x[:, 2] + 0.3 * rng.standard_normal(500)
+    x[:, 4] = x[:, 3] + x[:, 5]
+    directed, undirected = pc_stable(covariance(x), 500, 0.05, 1000)
+    adjacent = {tuple(sorted(e)) for e in np.concatenate([directed, undirected]).tolist()}
+    assert {(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (4, 5)} <= adjacent
+
+
 def test_member_runs_the_numpy_engine_in_its_worker():
     problem = benchmark_problem(40, 3, 1000, network="alarm")
     member = PCStable(engine="numpy").fit(problem.data, problem.variables)

@@ -28,12 +28,17 @@ def correlation(cov: np.ndarray) -> np.ndarray:
 
 
 def partial_correlations(corr: np.ndarray, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """r(x, y | s) for rows of index arrays: x, y of shape (T,), s of shape (T, d)."""
+    """r(x, y | s) for rows of index arrays: x, y of shape (T,), s of shape (T, d). NaN where the
+    variables are collinear (a singular block), which `independent` reads as dependent."""
     if s.shape[1] == 0:
         return corr[x, y]
     idx = np.column_stack([x, y, s])
-    precision = np.linalg.inv(corr[idx[:, :, None], idx[:, None, :]])
-    return -precision[:, 0, 1] / np.sqrt(precision[:, 0, 0] * precision[:, 1, 1])
+    blocks = corr[idx[:, :, None], idx[:, None, :]]
+    out = np.full(len(idx), np.nan)
+    regular = np.abs(np.linalg.det(blocks)) > 1e-12
+    precision = np.linalg.inv(blocks[regular])
+    out[regular] = -precision[:, 0, 1] / np.sqrt(precision[:, 0, 0] * precision[:, 1, 1])
+    return out
 
 
 def independent(r: np.ndarray, n: int, d: int, alpha: float) -> np.ndarray:
