@@ -245,8 +245,6 @@ def _records(args: argparse.Namespace) -> None:
     if args.upgrade:
         from hpc.select.records import upgrade_records
 
-        if Path(args.output).exists():
-            raise PsleError(f"{args.output} exists; --upgrade writes a new records file")
         store, dropped = upgrade_records(args.upgrade, args.output, Progress(min_interval=5))
         print(f"psle: {len(store.rows)} records with this version's features -> {args.output}"
               + (f" ({dropped} cluster{'s' * (dropped > 1)} dropped: no longer regenerated with the same data)" if dropped

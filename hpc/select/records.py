@@ -254,6 +254,8 @@ def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress
     so a generator change since the records were made drops its clusters instead of pairing old
     runs with new data. Written once, at the end. Returns the store and the number of clusters dropped.
     """
+    if Path(path).exists():  # RecordStore would resume it: old runs would mix with the upgraded ones
+        raise PsleError(f"{path} exists; --upgrade writes a new records file")
     doc = read_records(source, any_features=True)
     settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "feature_version": FEATURE_VERSION}
     store = RecordStore(path, settings, doc["settings"].get("shard", "0/1"))
