@@ -8,12 +8,14 @@ top-ranked member, fall back where it fails, size-weighted Q = F1-adjacency + F1
         [--models per-member,centered]
     python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] --curve
 
-`--curve` asks whether more records would help the shipped model: 5-fold cross-validation by
-problem (every family in training and test), training on a random fraction of the other folds'
-problems (three draws per fraction below 1).
+`--curve` asks whether more records would help the shipped (pair-regression) model: 5-fold
+cross-validation by problem (every family in training and test), training on a random fraction of
+the other folds' problems (three draws per fraction below 1).
 
 Variants (all scikit-learn forests; censored runs, those that hit the records' time limit, are unknown):
-- `per-member`: one regressor of Q per member, fit where that member's Q is known (what ships).
+- `pair-regression`: one regressor per member pair of their difference in Q, fit where both are known;
+  a member scores its mean predicted difference to all (what ships, hpc.select.selector.Selector).
+- `per-member`: one regressor of Q per member, fit where that member's Q is known (shipped before).
 - `centered`, `regret`: `per-member` fit on each cluster's Q minus the mean (or the best) of its members' Q,
   so the forests model a member's advantage and not how hard the cluster is (which all members share).
 - `multi-output`: one regressor of the whole Q vector, censored entries filled in by `per-member`'s
@@ -38,9 +40,17 @@ from hpc.select.selector import FOREST, Selector, order_of
 Model = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def per_member(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+def pair_regression(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
     portfolio = [{"member": k} for k in range(y.shape[1])]  # the selector's models never read the specs
     return Selector("truth", "cross-validation", portfolio, x, y, w).rank(test)
+
+
+def per_member(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
+    out = []
+    for k in range(y.shape[1]):
+        known = np.isfinite(y[:, k])
+        out.append(RandomForestRegressor(**FOREST).fit(x[known], y[known, k], sample_weight=w[known]).predict(test))
+    return np.column_stack(out)
 
 
 def centered(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -80,7 +90,7 @@ def backup(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.
     return np.tile(np.eye(y.shape[1])[best], (len(test), 1))
 
 
-MODELS: dict[str, Model] = {"per-member": per_member, "centered": centered, "regret": regret,
+MODELS: dict[str, Model] = {"pair-regression": pair_regression, "per-member": per_member, "centered": centered, "regret": regret,
                             "multi-output": multi_output, "pairwise": pairwise,
                             "backup": backup}
 
@@ -89,7 +99,7 @@ def learning_curve(examples: list[Example], fractions: tuple[float, ...] = (0.25
     groups = sorted({e.group for e in examples})
     order = np.random.default_rng(0).permutation(len(groups))
     folds = [{groups[i] for i in order[k::5]} for k in range(5)]
-    print(f"{len(examples)} clusters of {len(groups)} problems, 5 folds by problem; per-member model\n"
+    print(f"{len(examples)} clusters of {len(groups)} problems, 5 folds by problem; pair-regression model\n"
           "| fraction of training problems | Q (mean over draws) | Q per draw |\n|---|---|---|")
     for fraction in fractions:
         draws = []
@@ -101,9 +111,10 @@ def learning_curve(examples: list[Example], fractions: tuple[float, ...] = (0.25
                 keep = set(rng.choice(pool, size=max(1, round(fraction * len(pool))), replace=False))
                 train = [e for e in examples if e.group in keep and e.ok.any()]
                 test = [e for e in examples if e.group in fold]
-                predicted = per_member(np.stack([e.features for e in train]),
-                                       np.stack([scores(e, "truth") for e in train]),
-                                       np.array([float(e.size) for e in train]), np.stack([e.features for e in test]))
+                predicted = pair_regression(np.stack([e.features for e in train]),
+                                            np.stack([scores(e, "truth") for e in train]),
+                                            np.array([float(e.size) for e in train]),
+                                            np.stack([e.features for e in test]))
                 size = sum(e.size for e in test)
                 total += selection_quality(test, [order_of(s) for s in predicted])["q"] * size
                 weight += size

@@ -6,7 +6,8 @@ member with the best F1-adjacency + F1-arrowhead against the true subgraph, whic
 For `bic`, ties (members that return the same graph) are labelled with the fastest of them.
 
 The models are scikit-learn random forests (see Selector), as in SATzilla- and AutoFolio-style
-per-instance algorithm selection. Where the chosen member fails, PEF falls back to the next
+per-instance algorithm selection; for `truth`, one regressor per pair of members predicts their
+difference in Q, as AutoFolio's pairwise regression does. Where the chosen member fails, PEF falls back to the next
 best-scored one, and the evaluation in hpc.select.evaluate scores that same policy. A selector
 file is JSON holding the portfolio, the training examples and the model's settings, with a
 checksum; the forests are re-fit from them when first used (deterministic, a few seconds).
@@ -46,6 +47,7 @@ FORMAT = "psle-selector"
 VERSION = 3
 TARGETS = ("bic", "truth")
 FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
+PAIR_FOREST = {**FOREST, "n_estimators": 100}  # 28 pairs for 8 members: about the trees of 8 per-member forests
 SECONDS_FLOOR = 0.1  # log(seconds + floor): sub-second runs differ by noise, not by cost
 
 
@@ -56,12 +58,14 @@ def shipped_dir() -> Path:
 class Selector:
     """A fitted selector over `portfolio` (member specs): `rank(features)` scores every member.
 
-    `truth`: one random forest regressor per member predicts its Q from the features, fit on the
-    clusters where that Q is known (learning from every member's outcome, not only the winner's,
-    matters with a few hundred clusters; measured better than a classifier of the winner on held-out
-    families). `bic`: a random forest classifier
-    predicts the BIC winner; scores are its probabilities. Training rows are weighted by cluster
-    size, as the size-weighted Q counts them.
+    `truth`: one random forest regressor per pair of members predicts the first's Q minus the
+    second's, fit on the clusters where both are known; a member's score is its mean predicted
+    difference to every member (itself included), i.e. its predicted Q above the portfolio's mean.
+    Differences cancel how hard a cluster is, which all members share and which dominates their raw
+    Q, so the forests spend their splits on what tells members apart: on held-out families this
+    chose better than one regressor of raw Q per member (BENCHMARKS.md, "Pairwise regression").
+    `bic`: a random forest classifier predicts the BIC winner; scores are its probabilities.
+    Training rows are weighted by cluster size, as the size-weighted Q counts them.
     """
 
     def __init__(self, target: str, portfolio_name: str, portfolio: list[dict[str, Any]], x: np.ndarray,
@@ -94,7 +98,8 @@ class Selector:
 
     @cached_property
     def models_(self) -> list[Any]:
-        """The fitted forests: one regressor per member (`truth`) or one classifier (`bic`).
+        """The fitted forests: one regressor per member pair (`truth`, None for a pair with no cluster
+        where both are known) or one classifier (`bic`).
 
         Fit on first use, not on load: a selector is loaded to check a run's settings before any
         work, and the refit (seconds) is only worth paying once a run needs a prediction. Fit on
@@ -109,10 +114,19 @@ class Selector:
         if self.target == "bic":
             return [RandomForestClassifier(**FOREST, n_jobs=cores).fit(
                 self.x, self.y.argmax(axis=1), sample_weight=self.w).set_params(n_jobs=1)]
-        known = np.isfinite(self.y)
-        return [RandomForestRegressor(**FOREST, n_jobs=cores).fit(
-            self.x[known[:, k]], self.y[known[:, k], k], sample_weight=self.w[known[:, k]]).set_params(n_jobs=1)
-            for k in range(len(self.portfolio))]
+        models = []
+        for i, j in self.pairs:
+            diff = self.y[:, i] - self.y[:, j]
+            both = np.isfinite(diff)
+            models.append(RandomForestRegressor(**PAIR_FOREST, n_jobs=cores).fit(
+                self.x[both], diff[both], sample_weight=self.w[both]).set_params(n_jobs=1) if both.any() else None)
+        return models
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        """The member pairs the `truth` forests compare (a pair never both known is left at no difference)."""
+        k = len(self.portfolio)
+        return [(i, j) for i in range(k) for j in range(i + 1, k)]
 
     @cached_property
     def time_model_(self) -> Any:
@@ -139,7 +153,8 @@ class Selector:
                    provenance, np.stack([e.seconds for e in usable]), tolerance)
 
     def rank(self, features: np.ndarray) -> np.ndarray:
-        """A score per portfolio member: predicted Q (`truth`) or probability of winning the BIC (`bic`).
+        """A score per portfolio member: predicted Q above the portfolio's mean (`truth`) or probability
+        of winning the BIC (`bic`).
 
         One feature row gives one score per member; a (clusters x features) matrix gives a row per
         cluster, in one prediction per forest (a forest's predict costs ~0.1 s however few its rows).
@@ -147,7 +162,13 @@ class Selector:
         rows = np.asarray(features, dtype=np.float64)
         table = rows.reshape(-1, len(FEATURES))
         if self.target == "truth":
-            out = np.column_stack([m.predict(table) for m in self.models_])
+            out = np.zeros((len(table), len(self.portfolio)))
+            for (i, j), model in zip(self.pairs, self.models_):
+                if model is not None:
+                    diff = model.predict(table)
+                    out[:, i] += diff
+                    out[:, j] -= diff
+            out /= len(self.portfolio)
         else:
             model = self.models_[0]
             out = np.zeros((len(table), len(self.portfolio)))
@@ -187,7 +208,7 @@ class Selector:
 
     @property
     def model_kind(self) -> str:
-        return "RandomForestRegressor (one per member)" if self.target == "truth" else "RandomForestClassifier"
+        return "RandomForestRegressor (one per member pair)" if self.target == "truth" else "RandomForestClassifier"
 
     def describe(self) -> dict[str, Any]:
         """What a graph's meta records of the selector that chose its members."""
@@ -198,7 +219,8 @@ class Selector:
         body = {"format": FORMAT, "version": VERSION, "target": self.target,
                 "portfolio": {"name": self.portfolio_name, "members": self.portfolio},
                 "features": list(FEATURES), "feature_version": FEATURE_VERSION,
-                "model": {"kind": "sklearn.ensemble." + self.model_kind, "params": FOREST},
+                "model": {"kind": "sklearn.ensemble." + self.model_kind,
+                          "params": PAIR_FOREST if self.target == "truth" else FOREST},
                 "tolerance": self.tolerance, "provenance": self.provenance,
                 "training": {"x": self.x.tolist(), "w": self.w.tolist(),
                              "y": [[v if np.isfinite(v) else None for v in row] for row in self.y.tolist()],
