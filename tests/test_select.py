@@ -230,6 +230,20 @@ def test_a_timed_out_run_is_unknown_not_zero_and_its_member_learns_from_other_cl
         Selector("truth", "pair", PAIR, x, np.column_stack([np.full(30, np.nan), y[:, 1]]), np.ones(30))
 
 
+def test_members_never_known_on_the_same_cluster_are_still_ranked_through_a_third():
+    """Members 0 and 1 never finished on the same cluster, so their pair has no forest; both are
+    compared with member 2 (0 leads it by 0.3, 1 trails it by 0.2), which orders them 0, 2, 1."""
+    trio = PAIR + [{"method": "pc-stable", "alpha": 0.01, "depth": 1000, "engine": "numpy"}]
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((40, len(FEATURES)))
+    first = np.arange(40) < 20
+    y = np.column_stack([np.where(first, 1.5, np.nan), np.where(first, np.nan, 1.0), np.full(40, 1.2)])
+    sel = Selector("truth", "trio", trio, x, y, np.ones(40))
+    assert sel.models_[sel.pairs.index((0, 1))] is None
+    assert sel.rank(x[0]) == pytest.approx([0.3 / 3, -0.2 / 3, (0.2 - 0.3) / 3])  # Q above the members' mean
+    assert sel.orders(x[:3]) == [[0, 2, 1]] * 3
+
+
 def test_with_a_tolerance_the_fastest_member_near_the_best_runs_first(tmp_path):
     """Member 0 is predicted 0.005 Q better but takes 10x the seconds: within a 0.01 tolerance member 1
     goes first; beyond it (member 0 better by 0.3 where feature 0 is large) member 0 does."""
