@@ -44,7 +44,7 @@ from hpc.select.examples import Example, scores
 from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
-VERSION = 3
+VERSION = 4  # 4: the truth forests model member pairs; a file of 3 describes per-member forests
 TARGETS = ("bic", "truth")
 FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
 PAIR_FOREST = {**FOREST, "n_estimators": 100}  # 28 pairs for 8 members: about the trees of 8 per-member forests
