@@ -293,6 +293,14 @@ def _selector_fit(args: argparse.Namespace) -> None:
           f"{', '.join(families)} -> {args.output}", file=sys.stderr)
 
 
+def _selector_upgrade(args: argparse.Namespace) -> None:
+    from hpc.select.selector import upgrade_selector
+
+    selector = upgrade_selector(args.selector, args.output)
+    print(f"psle: {args.selector} refit as a current {selector.target} selector ({len(selector.y)} clusters) "
+          f"-> {args.output}", file=sys.stderr)
+
+
 def _selector_score(args: argparse.Namespace) -> None:
     from hpc.select.evaluate import cross_validate, selection_quality
     from hpc.select.examples import load_examples
@@ -516,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     rc.set_defaults(func=_records)
 
-    se = sub.add_parser("selector", help="fit or score a per-cluster member selector from records")
+    se = sub.add_parser("selector", help="fit, upgrade or score a per-cluster member selector")
     se_sub = se.add_subparsers(dest="selector_command", required=True)
     sf = se_sub.add_parser("fit", help="fit a selector (scikit-learn random forest) and write it as JSON")
     sf.add_argument("records", nargs="+", help="records files (psle records): shards, or other members "
@@ -531,6 +539,11 @@ def build_parser() -> argparse.ArgumentParser:
                          f"of the best (default {TOLERANCE}; 0: always the best predicted)")
     sf.add_argument("-o", "--output", required=True, help="selector file (.json)")
     sf.set_defaults(func=_selector_fit)
+    su = se_sub.add_parser("upgrade", help="refit a selector file of an older psle with this psle's model "
+                                           "(from the training examples it holds; no records needed)")
+    su.add_argument("selector", help="selector file (.json) of an older format version")
+    su.add_argument("-o", "--output", required=True, help="new selector file (.json)")
+    su.set_defaults(func=_selector_upgrade)
     ss = se_sub.add_parser("score", help="selection quality on records: a given selector, or cross-validated")
     ss.add_argument("records", nargs="+", help="records files (psle records): shards, or other members "
                     "run on the same problems")

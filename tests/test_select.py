@@ -294,6 +294,34 @@ def test_bad_selector_files_are_refused_in_one_line(tmp_path, damage, message):
     assert "\n" not in str(err.value)
 
 
+def test_a_selector_of_an_older_format_is_refused_at_use_and_upgraded_from_the_examples_it_holds(tmp_path):
+    from hpc.select.selector import _digest
+
+    sel, path = fitted(tmp_path)
+    doc = json.loads(path.read_text())
+    doc.pop("sha256")
+    old = tmp_path / "old.json"
+    for version, name in ((3, old), (2, tmp_path / "older.json")):
+        doc["version"] = version
+        name.write_text(json.dumps({**doc, "sha256": _digest(doc)}))
+    with pytest.raises(PsleError, match=r"version 3 is not 4; upgrade it \(psle selector upgrade old.json"):
+        load_selector(old)
+    new = tmp_path / "new.json"
+    run = subprocess.run([*PSLE, "selector", "upgrade", str(old), "-o", str(new)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    upgraded = load_selector(new)
+    rows = np.random.default_rng(5).standard_normal((4, len(FEATURES)))
+    assert np.array_equal(upgraded.rank(rows), sel.rank(rows))  # the same examples, today's model
+    assert upgraded.provenance["upgraded_from"]["version"] == 3
+    again = subprocess.run([*PSLE, "selector", "upgrade", str(old), "-o", str(new)], capture_output=True, text=True)
+    assert again.returncode == 2 and again.stderr.strip().splitlines() == [
+        f"psle: error: {new}: exists; upgrade into a new file"]
+    older = subprocess.run([*PSLE, "selector", "upgrade", str(tmp_path / "older.json"), "-o", str(tmp_path / "x.json")],
+                           capture_output=True, text=True)
+    assert older.returncode == 2 and "version 2 is not 4; refit it from its records" in older.stderr
+    assert len(older.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.json").exists()
+
+
 def test_selector_of_other_features_or_not_json_is_refused(tmp_path):
     _, path = fitted(tmp_path)
     doc = json.loads(path.read_text())

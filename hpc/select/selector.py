@@ -45,6 +45,7 @@ from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
 VERSION = 4  # 4: the truth forests model member pairs; a file of 3 describes per-member forests
+UPGRADABLE = (3,)  # older versions with the same training layout: `upgrade_selector` refits them
 TARGETS = ("bic", "truth")
 FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
 PAIR_FOREST = {**FOREST, "n_estimators": 100}  # 28 pairs for 8 members: about the trees of 8 per-member forests
@@ -263,15 +264,39 @@ def load_selector(name_or_path: str | os.PathLike) -> Selector:
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int, size: int) -> Selector:
     """Cached per file version: PEF asks once per run, tests and experiments many times per process."""
+    return _parse(path, (VERSION,))
+
+
+def upgrade_selector(old: str | os.PathLike, output: str | os.PathLike) -> Selector:
+    """Write a selector file of an older format version as the current one: the same training examples,
+    portfolio, tolerance and provenance, with this psle's model. An older file's forests cannot be
+    reproduced (they are not stored), so it is refused at load; its examples are all a refit needs."""
+    from hpc.atomic import check_output
+
+    check_output(output, (".json",), "the selector file", inputs=(str(old),))
+    if Path(output).exists():
+        raise PsleError(f"{output}: exists; upgrade into a new file")
+    if not Path(old).is_file():
+        raise PsleError(f"{old}: no such file")
+    selector = _parse(str(Path(old).resolve()), (*UPGRADABLE, VERSION))
+    doc = json.loads(Path(old).read_text(encoding="utf-8"))  # checked by _parse
+    selector.provenance = {**selector.provenance,
+                           "upgraded_from": {"version": doc["version"], "sha256": doc["sha256"]}}
+    selector.save(output)
+    return selector
+
+
+def _parse(path: str, versions: tuple[int, ...]) -> Selector:
     try:
         doc = json.loads(Path(path).read_bytes().decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise PsleError(f"{path}: not a selector file (not valid JSON: {str(exc).splitlines()[0]})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise PsleError(f"{path}: not a selector file (no '{FORMAT}' marker)")
-    if doc.get("version") != VERSION:
-        raise PsleError(f"{path}: selector format version {doc.get('version')!r} is not {VERSION}; refit it from "
-                        "its records (psle selector fit)")
+    if doc.get("version") not in versions:
+        hint = (f"upgrade it (psle selector upgrade {Path(path).name} -o NEW.json)"
+                if doc.get("version") in UPGRADABLE else "refit it from its records (psle selector fit)")
+        raise PsleError(f"{path}: selector format version {doc.get('version')!r} is not {VERSION}; {hint}")
     digest = doc.pop("sha256", None)
     if digest != _digest(doc):
         raise PsleError(f"{path}: selector file is damaged or was edited (checksum mismatch)")
