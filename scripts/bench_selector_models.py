@@ -90,9 +90,8 @@ def backup(x: np.ndarray, y: np.ndarray, w: np.ndarray, test: np.ndarray) -> np.
     return np.tile(np.eye(y.shape[1])[best], (len(test), 1))
 
 
-MODELS: dict[str, Model] = {"pair-regression": pair_regression, "per-member": per_member, "centered": centered, "regret": regret,
-                            "multi-output": multi_output, "pairwise": pairwise,
-                            "backup": backup}
+MODELS: dict[str, Model] = {"pair-regression": pair_regression, "per-member": per_member, "centered": centered,
+                            "regret": regret, "multi-output": multi_output, "pairwise": pairwise, "backup": backup}
 
 
 def learning_curve(examples: list[Example], fractions: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)) -> None:

@@ -7,10 +7,10 @@ For `bic`, ties (members that return the same graph) are labelled with the faste
 
 The models are scikit-learn random forests (see Selector), as in SATzilla- and AutoFolio-style
 per-instance algorithm selection; for `truth`, one regressor per pair of members predicts their
-difference in Q, as AutoFolio's pairwise regression does. Where the chosen member fails, PEF falls back to the next
-best-scored one, and the evaluation in hpc.select.evaluate scores that same policy. A selector
-file is JSON holding the portfolio, the training examples and the model's settings, with a
-checksum; the forests are re-fit from them when first used (deterministic, a few seconds).
+difference in Q, as AutoFolio's pairwise regression does. Where the chosen member fails, PEF falls
+back to the next best-scored one, and the evaluation in hpc.select.evaluate scores that same policy.
+A selector file is JSON holding the portfolio, the training examples and the model's settings,
+with a checksum; the forests are re-fit from them when first used (deterministic, a few seconds).
 Nothing is unpickled, so a file from anywhere is safe to load, and a file stays usable across
 scikit-learn versions.
 
