@@ -18,7 +18,8 @@ from hpc.graphs.metrics import METRIC_INFO
 
 # Every declared metric gets a column (hpc.graphs.metrics.METRIC_INFO), so none is dropped on the way.
 COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "time_limit", "wall_limit",
-           *METRIC_INFO, "clusters", "largest_cluster", "clusters_finished"]
+           *METRIC_INFO, "clusters", "largest_cluster", "clusters_finished", "selection", "selector",
+           "member_seconds"]
 REQUIRED = ("method", "network", "seed", "status")
 RESULT_NAME = re.compile(r"seed\d+\.json")  # not seed<k>.graph.json or seed<k>.runs.json
 

@@ -85,7 +85,10 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     folder = tmp_path / "default" / "p-fges" / "asia-100"
     row = json.loads((folder / "seed2.json").read_text())
     assert row["status"] == "ok" and row["clusters_finished"] == row["clusters"] and 0 < row["f1_adjacent"] <= 1
-    assert json.loads((folder / row["graph"]).read_text())["meta"]["seed"] == 2
+    meta = json.loads((folder / row["graph"]).read_text())["meta"]
+    assert meta["seed"] == 2 and row["selection"] == "all" and row["selector"] is None
+    assert row["member_seconds"] == pytest.approx(sum(r["seconds"] for c in meta["clusters"] for r in c["runs"]),
+                                                  abs=1e-2) and row["member_seconds"] > 0
     assert sorted(p.name for p in folder.iterdir()) == ["seed2.graph.json", "seed2.json"]  # the task checkpoint went
     lines = (run.stdout + run.stderr).splitlines()
     assert any(line.startswith("psle: dask dashboard at http") for line in lines)
@@ -95,6 +98,24 @@ def test_a_finished_run_writes_its_row_and_graph_and_the_terminal_shows_progress
     assert "psle: estimation: member runs" in log and f"-> {folder / 'seed2.json'}" in log
     # Importing distributed resets its logger to INFO; scheduler chatter would bury the lines above.
     assert not [line for line in lines if "][distributed." in line and "][INFO]" in line]
+
+
+@pytest.mark.slow
+def test_a_selecting_runs_row_names_the_selector_file_that_chose_its_members(tmp_path):
+    from hpc.select.selector import shipped_dir
+
+    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-sle-truth",
+                          "dataset.network=asia", "dataset.nodes=40", "seed=1", timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    folder = tmp_path / "default" / "p-sle-truth" / "asia-40"
+    row = json.loads((folder / "seed1.json").read_text())
+    shipped = json.loads((shipped_dir() / "truth.json").read_text())
+    assert row["selection"] == "predicted" and row["selector"] == shipped["sha256"][:12]
+    meta = json.loads((folder / row["graph"]).read_text())["meta"]
+    assert meta["selector"]["sha256"] == shipped["sha256"]
+    ran = [r for c in meta["clusters"] for r in c["runs"] if r["status"] != "not run"]
+    assert row["member_seconds"] == pytest.approx(sum(r["seconds"] for r in ran), abs=1e-2)
+    assert len(ran) == len(meta["clusters"])  # one predicted member per cluster, nothing else paid for
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -109,13 +109,18 @@ def learn_task(cfg: Any) -> dict[str, Any]:
                            "seed": cfg.seed, "status": status, "seconds": round(seconds, 3),
                            "peak_mb": round(memory.peak / 2**20), "time_limit": cfg.time_limit,
                            "wall_limit": cfg.get("wall_limit")}
+    # The learner's own account (per-cluster runs, winners and seconds, fusion statistics) travels with the graph,
+    # or, with no graph to score, stands alone: which member runs finished, failed or were cut, and when, says why.
+    account = graph_meta(learner, method_label(cfg), seconds, seed=cfg.seed)
     if isinstance(learner, PEF):
         row["clusters"] = len(learner.clusters_)
         row["largest_cluster"] = max(len(c) for c in learner.clusters_)
         row["clusters_finished"] = sum(w is not None for w in learner.winners_)  # how far a timed-out run got
-    # The learner's own account (per-cluster runs, winners and seconds, fusion statistics) travels with the graph,
-    # or, with no graph to score, stands alone: which member runs finished, failed or were cut, and when, says why.
-    account = graph_meta(learner, method_label(cfg), seconds, seed=cfg.seed)
+        # Which selector chose the members (its file's digest), so a table of rows says what produced each one,
+        # and what the member runs cost, the price selection exists to cut.
+        row["selection"] = account["selection"]
+        row["selector"] = account["selector"]["sha256"][:12] if "selector" in account else None
+        row["member_seconds"] = round(sum(r.get("seconds", 0.0) for c in account["clusters"] for r in c["runs"]), 3)
     if status == "ok":
         graph_file = out.with_suffix(".graph.json")
         write_json(graph_file, learner.graph_, account)
