@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,13 @@ def psle_experiment(results: Path, *overrides: str, timeout: float = 900) -> sub
     env = {**os.environ, "PSLE_RESULTS": str(results)}
     return subprocess.run([str(Path(sys.executable).parent / "psle-experiment"), *overrides],
                           capture_output=True, text=True, cwd=results, env=env, timeout=timeout)
+
+
+def takes_ctrl_c() -> None:
+    """Popen's preexec_fn for a child that must take Ctrl-C as a terminal's foreground job does. A shell
+    starts background jobs (`cmd &`, as a CI runner or nohup may) with SIGINT ignored, and the child
+    inherits that: it would run on through the test's interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def dag(variables: str, edges: str) -> PDAG:

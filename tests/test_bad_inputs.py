@@ -18,6 +18,8 @@ import h5py
 import numpy as np
 import pytest
 
+from tests.conftest import takes_ctrl_c
+
 pytestmark = pytest.mark.e2e
 
 PSLE = str(Path(sys.executable).parent / "psle")
@@ -161,7 +163,8 @@ def test_ctrl_c_stops_the_workers_in_one_line(tmp_path):
     # to run then. (A fixed sleep after the partition was flaky: on a fast machine the whole run
     # could end before it, on a slow one the interrupt could land before any member ran.)
     proc = subprocess.Popen([PSLE, "learn", "a.h5", "--selection", "all", "--workers", "2", "-o", "g.json"],
-                            cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=takes_ctrl_c)
     seen = []
     while not any(ln.startswith("psle: estimation: member runs") for ln in seen):
         line = proc.stderr.readline()

@@ -7,7 +7,7 @@ import pytest
 
 from hpc.data.networks import network_names
 from hpc.errors import PsleError
-from tests.conftest import psle_experiment
+from tests.conftest import psle_experiment, takes_ctrl_c
 
 pytestmark = pytest.mark.e2e
 
@@ -210,7 +210,7 @@ def test_ctrl_c_on_a_local_sweep_is_one_line_and_the_same_command_resumes(tmp_pa
     overrides = ["method=p-sle", "dataset.network=alarm", "dataset.nodes=600", "executor.workers=2", "seed=0"]
     proc = subprocess.Popen([str(Path(sys.executable).parent / "psle-experiment"), *overrides], cwd=tmp_path,
                             env={**os.environ, "PSLE_RESULTS": str(tmp_path)}, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=takes_ctrl_c)
     seen = []
     while not any(ln.startswith("psle: estimation: member runs") for ln in seen):  # a first member run is done
         line = proc.stderr.readline()
