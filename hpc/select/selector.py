@@ -264,7 +264,7 @@ def load_selector(name_or_path: str | os.PathLike) -> Selector:
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int, size: int) -> Selector:
     """Cached per file version: PEF asks once per run, tests and experiments many times per process."""
-    return _parse(path, (VERSION,))
+    return _from_doc(path, _verified_doc(path, (VERSION,)))
 
 
 def upgrade_selector(old: str | os.PathLike, output: str | os.PathLike) -> Selector:
@@ -278,15 +278,17 @@ def upgrade_selector(old: str | os.PathLike, output: str | os.PathLike) -> Selec
         raise PsleError(f"{output}: exists; upgrade into a new file")
     if not Path(old).is_file():
         raise PsleError(f"{old}: no such file")
-    selector = _parse(str(Path(old).resolve()), (*UPGRADABLE, VERSION))
-    doc = json.loads(Path(old).read_text(encoding="utf-8"))  # checked by _parse
+    path = str(Path(old).resolve())
+    doc = _verified_doc(path, (*UPGRADABLE, VERSION))
+    selector = _from_doc(path, doc)
     selector.provenance = {**selector.provenance,
                            "upgraded_from": {"version": doc["version"], "sha256": doc["sha256"]}}
     selector.save(output)
     return selector
 
 
-def _parse(path: str, versions: tuple[int, ...]) -> Selector:
+def _verified_doc(path: str, versions: tuple[int, ...]) -> dict[str, Any]:
+    """The file's JSON, checked to be an unedited selector file of one of `versions` (sha256 kept)."""
     try:
         doc = json.loads(Path(path).read_bytes().decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
@@ -297,9 +299,13 @@ def _parse(path: str, versions: tuple[int, ...]) -> Selector:
         hint = (f"upgrade it (psle selector upgrade {Path(path).name} -o NEW.json)"
                 if doc.get("version") in UPGRADABLE else "refit it from its records (psle selector fit)")
         raise PsleError(f"{path}: selector format version {doc.get('version')!r} is not {VERSION}; {hint}")
-    digest = doc.pop("sha256", None)
-    if digest != _digest(doc):
+    if doc.get("sha256") != _digest({k: v for k, v in doc.items() if k != "sha256"}):
         raise PsleError(f"{path}: selector file is damaged or was edited (checksum mismatch)")
+    return doc
+
+
+def _from_doc(path: str, doc: dict[str, Any]) -> Selector:
+    """The Selector a verified selector file describes, its features, arrays and members checked."""
     if doc.get("features") != list(FEATURES) or doc.get("feature_version") != FEATURE_VERSION:
         raise PsleError(f"{path}: selector was fit on other features (version {doc.get('feature_version')!r}, "
                         f"this psle computes version {FEATURE_VERSION}); refit it from records")
