@@ -52,6 +52,11 @@ def collect(root: str | Path) -> pd.DataFrame:
     rows = []
     for path in files:
         row = read_result(path)
+        # A dataset run off its family's config (folder er-1000-n300: 300 samples) is another problem:
+        # its network is named with those settings, so tables keep it apart from er-1000.
+        base, folder = f"{row['network']}-{row.get('nodes')}", path.parent.name
+        if folder.startswith(base + "-"):
+            row["network"] = row["network"] + folder[len(base):]
         row["file"] = str(path.relative_to(root))
         rows.append(row)
     frame = pd.DataFrame(rows)

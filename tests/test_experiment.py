@@ -200,6 +200,42 @@ def test_selection_names_the_results_apart_from_the_papers_p_sle():
         "selection": "predicted", "selector": "bic", "top_k": 1, "runaway": None}
 
 
+def test_a_data_setting_off_the_familys_config_gets_its_own_results_folder():
+    from omegaconf import OmegaConf
+
+    from hpc.launch.tasks import dataset_tag
+
+    def tag(**ds):
+        return dataset_tag(OmegaConf.create(ds))
+
+    assert tag(kind="er", network="er", nodes=1000, samples=1000, edges_per_node=2) == "er-1000"
+    assert tag(kind="er", network="er", nodes=1000, samples=300, edges_per_node=2) == "er-1000-n300"
+    assert tag(kind="hub", network="hub", nodes=500, samples=1000, edges_per_node=2) == "hub-500-epn2"
+    assert tag(kind="hub", network="hub", nodes=500, samples=1000, edges_per_node=1) == "hub-500"
+    assert tag(kind="ws", network="ws", nodes=800, samples=5000, edges_per_node=2, rewire=0.3) == \
+        "ws-800-n5000-rewire0.3"
+    assert tag(kind="sf", network="sf", nodes=800, samples=1000) == "sf-800"  # the generator's default density
+    # Replicas take no density: a stray edges_per_node neither changes their data nor their folder.
+    assert tag(kind="bnlearn", network="asia", nodes=40, samples=1000, edges_per_node=3) == "asia-40"
+
+
+def test_a_sweep_over_the_sample_size_runs_every_size_and_a_stale_row_is_refused(tmp_path):
+    run = psle_experiment(tmp_path, "-m", "executor.workers=1", "progress=false", "method=p-fges",
+                          "dataset.network=asia", "dataset.nodes=40", "dataset.samples=60,1000", "seed=0")
+    assert run.returncode == 0, run.stderr[-3000:]
+    small, default = (json.loads((tmp_path / "default" / "p-fges" / tag / "seed0.json").read_text())
+                      for tag in ("asia-40-n60", "asia-40"))
+    assert small["dataset"] == {"samples": 60} and default["dataset"] == {"samples": 1000}
+    assert small["f1_adjacent"] != default["f1_adjacent"] and "skipped" not in run.stderr
+    # A row written under other settings (here: edited) is not passed off as the one asked for.
+    row = tmp_path / "default" / "p-fges" / "asia-40" / "seed0.json"
+    row.write_text(json.dumps({**default, "dataset": {"samples": 500}}))
+    again = psle_experiment(tmp_path, "executor.workers=1", "method=p-fges", "dataset.network=asia",
+                            "dataset.nodes=40", "seed=0")
+    assert again.returncode != 0
+    assert f"psle-experiment: error: {row} holds a result for dataset settings {{'samples': 500}}" in again.stderr
+
+
 @pytest.mark.slow
 def test_ctrl_c_on_a_local_sweep_is_one_line_and_the_same_command_resumes(tmp_path):
     import os

@@ -44,6 +44,16 @@ def test_collect_reads_every_result_and_skips_graphs(results):
     assert set(frame["method"]) == {"p-sle", "p-fges"} and frame["file"].str.endswith("seed0.json").sum() == 4
 
 
+def test_a_dataset_off_its_familys_config_is_a_column_of_its_own(tmp_path):
+    write(tmp_path, "p-fges", "er", 100, 0, f1_adjacent=0.7)
+    row = tmp_path / "exp" / "p-fges" / "er-100-n300" / "seed0.json"
+    row.parent.mkdir()
+    (tmp_path / "exp" / "p-fges" / "er-100" / "seed0.json").rename(row)
+    write(tmp_path, "p-fges", "er", 100, 0, f1_adjacent=0.8)
+    frame = collect(tmp_path)
+    assert dict(zip(frame["network"], frame["f1_adjacent"])) == {"er": 0.8, "er-n300": 0.7}
+
+
 def test_best_bold_and_improvement_are_the_hand_computed_ones(results):
     frame = collect(results)
     adj, arrow, shd = table(frame, "f1_adjacent"), table(frame, "f1_arrowhead"), table(frame, "shd")

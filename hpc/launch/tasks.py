@@ -19,10 +19,36 @@ from hpc.errors import PsleError
 from hpc.jsontext import dumps
 
 
+# How the generated data's settings appear in a result's folder name when they differ from the family's
+# shipped config (conf/dataset/<kind>.yaml): `er-1000-n300` is er-1000 with 300 samples.
+SHORT = {"samples": "n", "edges_per_node": "epn", "rewire": "rewire"}
+
+
+def data_settings(ds: Any) -> dict[str, Any]:
+    """The settings that shape a generated dataset beyond its network and size, as `load_dataset` uses them."""
+    out = {"samples": ds.samples}
+    if ds.kind != "bnlearn":
+        out["edges_per_node"] = ds.get("edges_per_node", 2)
+        if ds.kind == "ws":
+            out["rewire"] = ds.get("rewire", 0.1)
+    return out
+
+
 def dataset_tag(ds: Any) -> str:
+    """The dataset's folder in results: its network and size, plus every data setting that differs from
+    the family's shipped config, so that a sweep over `dataset.samples` (say) gets one folder per value
+    instead of finding the first value's result and skipping the rest."""
     if ds.kind == "file":
         return Path(ds.path).stem
-    return f"{ds.network}-{ds.nodes}"
+    from omegaconf import OmegaConf
+
+    from hpc.learners.ensemble import conf_dir
+
+    shipped_file = conf_dir() / "dataset" / f"{ds.kind}.yaml"
+    shipped = data_settings(OmegaConf.load(shipped_file)) if shipped_file.is_file() else {}
+    extra = [f"{SHORT[k]}{v:g}" if isinstance(v, float) else f"{SHORT[k]}{v}"
+             for k, v in data_settings(ds).items() if shipped.get(k) != v]
+    return "-".join([f"{ds.network}-{ds.nodes}", *extra])
 
 
 def method_label(cfg: Any) -> str:
@@ -52,10 +78,9 @@ def load_dataset(ds: Any, seed: int):
     from hpc.data.generate import benchmark_problem
 
     if ds.kind == "bnlearn":
-        problem = benchmark_problem(ds.nodes, seed, ds.samples, network=ds.network)
+        problem = benchmark_problem(ds.nodes, seed, network=ds.network, **data_settings(ds))
     else:
-        problem = benchmark_problem(ds.nodes, seed, ds.samples, graph=ds.kind,
-                                    edges_per_node=ds.get("edges_per_node", 2), rewire=ds.get("rewire", 0.1))
+        problem = benchmark_problem(ds.nodes, seed, graph=ds.kind, **data_settings(ds))
     return problem.data, problem.variables, problem.truth
 
 
@@ -86,8 +111,13 @@ def learn_task(cfg: Any) -> dict[str, Any]:
 
     out = result_path(cfg)
     if out.is_file():
+        row = json.loads(out.read_text())
+        asked = None if cfg.dataset.kind == "file" else data_settings(cfg.dataset)
+        if asked is not None and row.get("dataset", asked) != asked:
+            raise PsleError(f"{out} holds a result for dataset settings {row['dataset']}, not the {asked} asked; "
+                            "move it away or write elsewhere (results_dir=...)")
         print(f"psle: {out} exists; task skipped (delete it to run again)", file=sys.stderr, flush=True)
-        return {**json.loads(out.read_text()), "skipped": True}
+        return {**row, "skipped": True}
     out.parent.mkdir(parents=True, exist_ok=True)
     x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
     with executor_from_config(cfg.executor) as executor, PeakMemory() as memory:
@@ -105,6 +135,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     status = learner.status_
     row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": method_label(cfg),
                            "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
+                           "dataset": None if cfg.dataset.kind == "file" else data_settings(cfg.dataset),
                            "edges": None if truth is None else len(truth.directed),
                            "seed": cfg.seed, "status": status, "seconds": round(seconds, 3),
                            "peak_mb": round(memory.peak / 2**20), "time_limit": cfg.time_limit,
