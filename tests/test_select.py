@@ -440,6 +440,30 @@ def test_psle_learn_selects_per_cluster_by_default_but_runs_all_of_a_users_own_e
         spec("--selection", "all", "--runaway", "5")
 
 
+def test_clusters_unlike_the_selectors_training_data_are_named_and_warned_about():
+    import warnings
+
+    from hpc.pef.partition import PartitionConfig, partition
+
+    seen = benchmark_problem(150, 3, network="insurance")  # 1,000 samples, as every training cluster
+    features = np.stack([cluster_features(covariance(seen.data[:, c]), seen.n)
+                         for c in partition(seen.data, PartitionConfig()) if len(c) > 1])
+    selector = Selector("truth", "pair", PAIR, features, np.tile([1.5, 1.0], (len(features), 1)),
+                        np.ones(len(features)))
+    assert selector.outside(features) == [[]] * len(features)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the data it was fit on raises no warning
+        alike = PEF(PAIR, progress=False, selection="predicted", selector=selector).fit(seen.data, seen.variables)
+    assert all("outside_training" not in s for s in alike.selections_)
+    few = benchmark_problem(150, 3, 300, network="insurance")
+    with pytest.warns(UserWarning, match=r"clusters lie outside the truth selector's training data \(log_n on "
+                                         r".*trained at n = 1000 and this data has n = 300: `psle records --samples 300`"):
+        unlike = PEF(PAIR, progress=False, selection="predicted", selector=selector).fit(few.data, few.variables)
+    marked = [c["selection"]["outside_training"] for c in unlike.result_meta()["clusters"]
+              if "outside_training" in c.get("selection", {})]
+    assert marked and all("log_n" in m for m in marked)
+
+
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
     import hpc.pef.pipeline as pipeline
     from hpc.learners.ensemble import MemberRun, run_member

@@ -32,7 +32,7 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
-from hpc.select.selector import Selector, load_selector
+from hpc.select.selector import Selector, extrapolation_note, load_selector
 
 SELECTIONS = ("all", "predicted")
 #: The runaway guard never cuts a run shorter than this: it is there for searches that would go on for
@@ -168,12 +168,18 @@ class PEF:
         if not multi:
             return plans
         features = np.stack([cluster_features(covs[c], n) for c in multi])
-        scored, seconds, orders = self._selector().choose(features)
+        selector = self._selector()
+        scored, seconds, orders = selector.choose(features)
+        outside = selector.outside(features)
         for i, (c, row, score, order) in enumerate(zip(multi, features, scored, orders)):
             plans[c] = order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
                                             "scores": [round(float(q), 4) for q in score], "order": order}
             if seconds is not None:
                 plans[c][1]["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
+            if outside[i]:
+                plans[c][1]["outside_training"] = outside[i]
+        if any(outside):
+            warnings.warn(extrapolation_note(selector, outside, n), stacklevel=3)
         return plans
 
     def _run_limit(self, plan: dict[str, Any] | None, k: int) -> float | None:

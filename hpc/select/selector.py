@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,21 @@ class Selector:
         table = np.atleast_2d(np.asarray(features, dtype=np.float64))
         return np.exp(self.time_model_.predict(table).reshape(len(table), -1)) - SECONDS_FLOOR
 
+    def outside(self, features: np.ndarray) -> list[list[str]]:
+        """For each row of a (clusters x features) matrix, the features whose value lies outside the
+        training clusters' range (widened by 5 % of it), where the forests can only extrapolate: a
+        forest predicts beyond its data as at its edge. A feature constant in training (log n, when
+        every record had one sample size) counts any other value as outside."""
+        table = np.atleast_2d(np.asarray(features, dtype=np.float64))
+        low, high = self.x.min(axis=0), self.x.max(axis=0)
+        margin = 0.05 * (high - low) + 1e-6
+        off = (table < low - margin) | (table > high + margin)
+        return [[FEATURES[j] for j in np.flatnonzero(row)] for row in off]
+
+    def training_range(self, feature: str) -> tuple[float, float]:
+        j = FEATURES.index(feature)
+        return float(self.x[:, j].min()), float(self.x[:, j].max())
+
     def orders(self, features: np.ndarray) -> list[list[int]]:
         """Every member of the portfolio in the order to try, for each row of a (clusters x features)
         matrix (see `choose`)."""
@@ -232,6 +248,21 @@ class Selector:
         from hpc.atomic import write_text_atomic
 
         write_text_atomic(path, dumps(self.document()) + "\n")
+
+
+def extrapolation_note(selector: Selector, outside: list[list[str]], n: int) -> str:
+    """One line saying how many clusters lie outside the selector's training data, on which features,
+    and, when the sample size is one of them, how to fit a selector that covers it."""
+    counts = Counter(f for row in outside for f in row)
+    where = ", ".join(f"{f} on {k}" for f, k in counts.most_common(4))
+    note = (f"{sum(map(bool, outside))} of {len(outside)} clusters lie outside the {selector.target} selector's "
+            f"training data ({where}); its choices there are extrapolated")
+    if "log_n" in counts:
+        low, high = (round(float(np.exp(v))) for v in selector.training_range("log_n"))
+        trained = f"{low}" if low == high else f"{low}-{high}"
+        note += (f"; it was trained at n = {trained} and this data has n = {n}: `psle records --samples {n}` "
+                 "then `psle selector fit` makes one for it")
+    return note
 
 
 def order_of(score: np.ndarray) -> list[int]:
