@@ -282,6 +282,7 @@ mariadb --no-defaults --socket="$DB_SOCK" -e "
 # ------------------------------------------------------------------ slurmdbd
 if ! alive "$RUN/slurmdbd.pid"; then
   log "starting slurmdbd"
+  rm -f "$RUN/slurmdbd.pid"   # a stale one (the daemon died) would read as "exited while starting"
   slurmdbd || die "slurmdbd failed to start" "$LOG/slurmdbd.log"     # daemonizes, writes its pid file
 fi
 wait_for slurmdbd "$LOG/slurmdbd.log" "$RUN/slurmdbd.pid" port_open 6819
@@ -301,6 +302,7 @@ restart_if_changed() {  # restart_if_changed <name>: a changed slurm.conf needs 
 restart_if_changed slurmctld
 if ! alive "$RUN/slurmctld.pid"; then
   log "starting slurmctld"
+  rm -f "$RUN/slurmctld.pid"   # a stale one (the daemon died) would read as "exited while starting"
   slurmctld || die "slurmctld failed to start" "$LOG/slurmctld.log"
 fi
 wait_for slurmctld "$LOG/slurmctld.log" "$RUN/slurmctld.pid" bash -c 'scontrol ping | grep -q UP'
@@ -308,6 +310,7 @@ wait_for slurmctld "$LOG/slurmctld.log" "$RUN/slurmctld.pid" bash -c 'scontrol p
 restart_if_changed slurmd
 if ! alive "$RUN/slurmd.pid"; then
   log "starting slurmd"
+  rm -f "$RUN/slurmd.pid"   # a stale one (the daemon died) would read as "exited while starting"
   slurmd || die "slurmd failed to start" "$LOG/slurmd.log"
 fi
 wait_for slurmd "$LOG/slurmd.log" "$RUN/slurmd.pid" port_open 6818
