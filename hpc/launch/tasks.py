@@ -110,9 +110,9 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     from hpc.run import build_estimator, graph_meta
 
     out = result_path(cfg)
+    asked = None if cfg.dataset.kind == "file" else data_settings(cfg.dataset)
     if out.is_file():
         row = json.loads(out.read_text())
-        asked = None if cfg.dataset.kind == "file" else data_settings(cfg.dataset)
         if asked is not None and row.get("dataset", asked) != asked:
             raise PsleError(f"{out} holds a result for dataset settings {row['dataset']}, not the {asked} asked; "
                             "move it away or write elsewhere (results_dir=...)")
@@ -135,7 +135,7 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     status = learner.status_
     row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": method_label(cfg),
                            "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
-                           "dataset": None if cfg.dataset.kind == "file" else data_settings(cfg.dataset),
+                           "dataset": asked,
                            "edges": None if truth is None else len(truth.directed),
                            "seed": cfg.seed, "status": status, "seconds": round(seconds, 3),
                            "peak_mb": round(memory.peak / 2**20), "time_limit": cfg.time_limit,
