@@ -33,7 +33,7 @@ def _generate(args: argparse.Namespace) -> None:
     check_output(args.output, PROBLEM_SUFFIXES, "a problem file")
     start = time.perf_counter()
     problem = benchmark_problem(args.nodes, args.seed, args.samples, network=args.network, graph=args.graph,
-                                edges_per_node=args.edges_per_node, rewire=args.rewire)
+                                edges_per_node=args.edges_per_node, rewire=args.rewire, weights=tuple(args.weights))
     write_problem(args.output, problem)
     name = args.network or args.graph
     print(f"{name}-{args.nodes} seed {args.seed}: {problem.p} variables, {len(problem.truth.directed)} edges, "
@@ -256,7 +256,8 @@ def _records(args: argparse.Namespace) -> None:
     _check_scheduler(args)
     config = RecordsConfig(families=tuple(args.families), problems_per_family=args.problems_per_family,
                            min_nodes=args.min_nodes, max_nodes=args.max_nodes, samples=args.samples, seed=args.seed,
-                           networks=tuple(args.networks or ()), time_limit=args.time_limit)
+                           networks=tuple(args.networks or ()), time_limit=args.time_limit,
+                           weights=tuple(args.weights))
     record_problems(config)
     name, portfolio = load_sle(args.portfolio)
     check_runtime()
@@ -412,6 +413,14 @@ def _slurm_options(parser: argparse.ArgumentParser, what: str, minutes: int) -> 
     sl.add_argument("--wait", action="store_true", help="wait for the job to finish")
 
 
+def _weights_option(parser: argparse.ArgumentParser) -> None:
+    from hpc.data.generate import WEIGHTS
+
+    parser.add_argument("--weights", nargs=2, type=_positive, default=list(WEIGHTS), metavar=("LOW", "HIGH"),
+                        help="edge-weight magnitudes, each with a random sign (default: the paper's 0.5 1; "
+                             "smaller means weaker effects)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hpc.learners.members import MEMBERS
 
@@ -428,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--samples", type=_whole(2), default=1000)
     gen.add_argument("--edges-per-node", type=_whole(1), default=2, help="random graphs: edges = this x nodes")
     gen.add_argument("--rewire", type=_probability, default=0.1, help="Watts-Strogatz rewiring probability")
+    _weights_option(gen)
     gen.add_argument("-o", "--output", required=True, help="problem file to write (.h5)")
     gen.set_defaults(func=_generate)
 
@@ -513,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--max-nodes", type=_whole(1), default=2000)
     rc.add_argument("--samples", type=_whole(2), default=1000)
     rc.add_argument("--seed", type=_whole(0), default=1, help="problem seeds derive from it (keep test seeds apart)")
+    _weights_option(rc)
     rc.add_argument("--networks", nargs="*", help="bnlearn pool (default: library networks of <= 250 nodes, "
                                                   "minus the paper's ten test networks)")
     rc.add_argument("--portfolio", default="portfolio", help="ensemble to run: a conf/sle name or a .yaml")

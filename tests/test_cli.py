@@ -54,6 +54,12 @@ def test_generate_random_graph(tmp_path):
     with h5py.File(out) as f:
         assert f["data"].shape == (1000, 300) and f["truth/edges"].shape == (600, 2)
         assert f.attrs["network"] == "ws"
+    weak = tmp_path / "weak.h5"
+    run = psle("generate", "--graph", "ws", "--nodes", "300", "--seed", "2", "--weights", "0.1", "0.2", "-o", str(weak))
+    assert run.returncode == 0, run.stderr
+    with h5py.File(weak) as f:
+        assert (f.attrs["weight_low"], f.attrs["weight_high"]) == (0.1, 0.2)
+        assert np.abs(f["truth/weights"][()]).max() <= 0.2
 
 
 def assert_one_line_failure(run: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -71,6 +77,8 @@ def assert_one_line_failure(run: subprocess.CompletedProcess, *fragments: str) -
     (["--network", "asia", "--nodes", "0"], "argument --nodes: must be a whole number >= 1, got '0'"),
     (["--network", "asia", "--nodes", "-5"], "argument --nodes: must be a whole number >= 1, got '-5'"),
     (["--network", "asia", "--nodes", "100", "--samples", "1"], "argument --samples: must be a whole number >= 2"),
+    (["--graph", "er", "--nodes", "100", "--weights", "0.9", "0.3"], "weights must satisfy 0 < low <= high, got 0.9 and 0.3"),
+    (["--graph", "er", "--nodes", "100", "--weights", "0", "0.3"], "argument --weights: must be a positive number"),
 ])
 def test_generate_rejects_bad_arguments_without_output(tmp_path, args, fragment):
     out = tmp_path / "p.h5"

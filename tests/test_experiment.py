@@ -217,6 +217,8 @@ def test_a_data_setting_off_the_familys_config_gets_its_own_results_folder():
     assert tag(kind="sf", network="sf", nodes=800, samples=1000) == "sf-800"  # the generator's default density
     # Replicas take no density: a stray edges_per_node neither changes their data nor their folder.
     assert tag(kind="bnlearn", network="asia", nodes=40, samples=1000, edges_per_node=3) == "asia-40"
+    assert tag(kind="bnlearn", network="asia", nodes=40, samples=1000, weights=[0.1, 0.5]) == "asia-40-w0.1-0.5"
+    assert tag(kind="er", network="er", nodes=1000, samples=1000, weights=[0.5, 1]) == "er-1000"
 
 
 def test_a_sweep_over_the_sample_size_runs_every_size_and_a_stale_row_is_refused(tmp_path):
@@ -225,15 +227,21 @@ def test_a_sweep_over_the_sample_size_runs_every_size_and_a_stale_row_is_refused
     assert run.returncode == 0, run.stderr[-3000:]
     small, default = (json.loads((tmp_path / "default" / "p-fges" / tag / "seed0.json").read_text())
                       for tag in ("asia-40-n60", "asia-40"))
-    assert small["dataset"] == {"samples": 60} and default["dataset"] == {"samples": 1000}
+    assert small["dataset"] == {"samples": 60, "weights": [0.5, 1.0]}
+    assert default["dataset"] == {"samples": 1000, "weights": [0.5, 1.0]}
     assert small["f1_adjacent"] != default["f1_adjacent"] and "skipped" not in run.stderr
-    # A row written under other settings (here: edited) is not passed off as the one asked for.
     row = tmp_path / "default" / "p-fges" / "asia-40" / "seed0.json"
-    row.write_text(json.dumps({**default, "dataset": {"samples": 500}}))
-    again = psle_experiment(tmp_path, "executor.workers=1", "method=p-fges", "dataset.network=asia",
-                            "dataset.nodes=40", "seed=0")
+    same = ("executor.workers=1", "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0")
+    # Rows from before the weights setting existed were made with the paper's weights: still this result.
+    row.write_text(json.dumps({**default, "dataset": {"samples": 1000}}))
+    legacy = psle_experiment(tmp_path, *same)
+    assert legacy.returncode == 0 and f"{row} exists; task skipped" in legacy.stderr
+    # A row written under other settings (here: edited) is not passed off as the one asked for.
+    row.write_text(json.dumps({**default, "dataset": {"samples": 1000, "weights": [0.1, 0.3]}}))
+    again = psle_experiment(tmp_path, *same)
     assert again.returncode != 0
-    assert f"psle-experiment: error: {row} holds a result for dataset settings {{'samples': 500}}" in again.stderr
+    assert (f"psle-experiment: error: {row} holds a result for dataset settings "
+            "{'samples': 1000, 'weights': [0.1, 0.3]}") in again.stderr
 
 
 @pytest.mark.slow

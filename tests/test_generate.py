@@ -106,6 +106,22 @@ def test_weights_and_noise_are_in_the_paper_ranges():
     assert ((sem.noise_sd >= 0) & (sem.noise_sd <= 1)).all()
 
 
+def test_weaker_weights_keep_the_graph_and_every_other_draw():
+    """Only the magnitudes change: the same seed gives the same DAG, signs and noise, so weak-effect
+    problems pair with the paper's, and the default is the paper's range draw for draw."""
+    paper = benchmark_problem(300, 4, 200, graph="er")
+    assert np.array_equal(paper.data, benchmark_problem(300, 4, 200, graph="er", weights=(0.5, 1.0)).data)
+    weak = benchmark_problem(300, 4, 200, graph="er", weights=(0.1, 0.3))
+    assert np.array_equal(weak.truth.directed, paper.truth.directed)
+    assert np.array_equal(np.sign(weak.weights), np.sign(paper.weights))
+    assert np.allclose(np.abs(weak.weights), 0.1 + (np.abs(paper.weights) - 0.5) * 0.4)
+    assert np.array_equal(weak.noise_sd, paper.noise_sd)
+    assert (weak.attrs["weight_low"], weak.attrs["weight_high"]) == (0.1, 0.3)
+    # Weaker effects: smaller correlations between a child and its parents.
+    r = lambda p: np.mean([abs(np.corrcoef(p.data[:, a], p.data[:, b])[0, 1]) for a, b in p.truth.directed])
+    assert r(weak) < r(paper) - 0.1
+
+
 def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(tmp_path):
     paths = []
     for name, seed in (("a", 5), ("b", 5), ("c", 6)):
@@ -120,6 +136,9 @@ def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(tmp_path):
     ({"nodes": 0, "seed": 0, "network": "asia"}, "must be positive"),
     ({"nodes": 100, "seed": 0, "samples": 1, "network": "asia"}, "at least 2"),
     ({"nodes": 100, "seed": 0, "graph": "xx"}, "unknown graph model"),
+    ({"nodes": 100, "seed": 0, "graph": "er", "weights": (0.8, 0.2)}, "0 < low <= high, got 0.8 and 0.2"),
+    ({"nodes": 100, "seed": 0, "graph": "er", "weights": (0, 1)}, "0 < low <= high"),
+    ({"nodes": 100, "seed": 0, "graph": "er", "weights": (1,)}, "two numbers"),
 ])
 def test_bad_generator_arguments(kwargs, message):
     with pytest.raises(PsleError, match=message):

@@ -4,6 +4,7 @@ predicted selection equal to running everything when the selector predicts every
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -16,7 +17,8 @@ from hpc.learners.bic import covariance
 from hpc.executors import SerialExecutor
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
-from hpc.select.records import RecordsConfig, build_records, read_records, record_problems, restricted_truth
+from hpc.select.records import (RecordsConfig, build_records, problem_clusters, read_records, record_problems,
+                                restricted_truth)
 from hpc.select.examples import Example, examples_from_rows, label, load_examples, scores
 from hpc.select.selector import Selector, load_selector
 
@@ -123,6 +125,16 @@ def test_records_hold_every_member_on_every_cluster_and_resume_without_rerunning
     assert again.rows.keys() == store.rows.keys()
     with pytest.raises(PsleError, match="other settings"):
         build_records(RecordsConfig(families=("hub",)), PAIR, path, SerialExecutor())
+    # Records of weaker effects are other data: refused here, not mixed in.
+    with pytest.raises(PsleError, match=r"differ in: weights\)"):
+        build_records(replace(config, weights=(0.1, 0.3)), PAIR, path, SerialExecutor())
+
+
+def test_records_of_weaker_effects_cluster_other_data():
+    rp = record_problems(RecordsConfig(families=("er",), problems_per_family=1, min_nodes=120, max_nodes=120))[0]
+    paper, weak = problem_clusters(rp, 500), problem_clusters(rp, 500, (0.1, 0.3))
+    strongest = lambda clusters: np.mean([c.features[FEATURES.index("abs_corr_q99")] for c in clusters])
+    assert strongest(weak) < strongest(paper)
 
 
 def test_records_of_an_older_feature_set_are_upgraded_without_rerunning_members(small_records, tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -27,6 +28,8 @@ FAMILIES = ("bnlearn", *GRAPH_MODELS)
 HUB_DEGREE = 30
 #: Variables per hub in the `hub` model.
 NODES_PER_HUB = 100
+#: The paper's edge-weight magnitudes (low, high).
+WEIGHTS = (0.5, 1.0)
 
 
 @dataclass(frozen=True)
@@ -148,11 +151,24 @@ def _hub_edges(n_nodes: int, rank: np.ndarray, rng: np.random.Generator) -> np.n
     return np.concatenate(pairs).astype(np.int64)
 
 
-def random_sem(dag: PDAG, rng: np.random.Generator) -> SEM:
-    """Weights uniform on [-1, -0.5] ∪ [0.5, 1], noise standard deviations uniform on [0, 1]."""
+def check_weights(weights: Any) -> tuple[float, float]:
+    """(low, high) edge-weight magnitudes, or a one-line error."""
+    try:
+        lo, hi = (float(w) for w in weights)
+    except (TypeError, ValueError):
+        raise PsleError(f"weights must be two numbers, the low and high magnitude, got {weights!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
+        raise PsleError(f"weights must satisfy 0 < low <= high, got {lo:g} and {hi:g}")
+    return lo, hi
+
+
+def random_sem(dag: PDAG, rng: np.random.Generator, weights: tuple[float, float] = WEIGHTS) -> SEM:
+    """Weights of magnitude uniform on `weights` (the paper's [0.5, 1]) with a random sign, noise standard
+    deviations uniform on [0, 1]. Smaller magnitudes give weaker effects, which are harder to detect."""
     e = len(dag.directed)
-    weights = rng.uniform(0.5, 1.0, e) * rng.choice(np.array([-1.0, 1.0]), e)
-    return SEM(dag, weights, rng.uniform(0.0, 1.0, dag.p))
+    lo, hi = check_weights(weights)
+    signed = rng.uniform(lo, hi, e) * rng.choice(np.array([-1.0, 1.0]), e)
+    return SEM(dag, signed, rng.uniform(0.0, 1.0, dag.p))
 
 
 def sample(sem: SEM, n_samples: int, rng: np.random.Generator) -> np.ndarray:
@@ -177,7 +193,8 @@ def sample(sem: SEM, n_samples: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str | None = None,
-                      graph: str | None = None, edges_per_node: int = 2, rewire: float = 0.1):
+                      graph: str | None = None, edges_per_node: int = 2, rewire: float = 0.1,
+                      weights: tuple[float, float] = WEIGHTS):
     """A complete benchmark problem: replicated bnlearn `network`, or a random `graph` model."""
     from hpc import __version__
     from hpc.data.networks import load_network
@@ -187,6 +204,7 @@ def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str |
         raise PsleError("give exactly one of a network name or a graph model")
     if samples < 2:
         raise PsleError(f"number of samples must be at least 2, got {samples}")
+    lo, hi = check_weights(weights)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise PsleError(f"seed must be a whole number >= 0, got {seed!r}")
     rng = np.random.default_rng(seed)
@@ -199,8 +217,8 @@ def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str |
         attrs = {"network": graph, "replicas": 1, "edges_per_node": edges_per_node}
         if graph == "ws":
             attrs["rewire"] = rewire
-    sem = random_sem(dag, rng)
+    sem = random_sem(dag, rng, (lo, hi))
     data = sample(sem, samples, rng)
-    attrs |= {"seed": seed, "nodes_requested": nodes, "samples": samples,
+    attrs |= {"weight_low": lo, "weight_high": hi, "seed": seed, "nodes_requested": nodes, "samples": samples,
               "generator_version": GENERATOR_VERSION, "psle_version": __version__}
     return Problem(data, dag.variables, dag, sem.weights, sem.noise_sd, attrs)

@@ -21,17 +21,23 @@ from hpc.jsontext import dumps
 
 # How the generated data's settings appear in a result's folder name when they differ from the family's
 # shipped config (conf/dataset/<kind>.yaml): `er-1000-n300` is er-1000 with 300 samples.
-SHORT = {"samples": "n", "edges_per_node": "epn", "rewire": "rewire"}
+SHORT = {"samples": "n", "edges_per_node": "epn", "rewire": "rewire", "weights": "w"}
 
 
 def data_settings(ds: Any) -> dict[str, Any]:
     """The settings that shape a generated dataset beyond its network and size, as `load_dataset` uses them."""
-    out = {"samples": ds.samples}
+    from hpc.data.generate import WEIGHTS, check_weights
+
+    out = {"samples": ds.samples, "weights": list(check_weights(ds.get("weights", WEIGHTS)))}
     if ds.kind != "bnlearn":
         out["edges_per_node"] = ds.get("edges_per_node", 2)
         if ds.kind == "ws":
             out["rewire"] = ds.get("rewire", 0.1)
     return out
+
+
+def _tag_value(v: Any) -> str:
+    return "-".join(map(_tag_value, v)) if isinstance(v, list) else f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def dataset_tag(ds: Any) -> str:
@@ -46,8 +52,7 @@ def dataset_tag(ds: Any) -> str:
 
     shipped_file = conf_dir() / "dataset" / f"{ds.kind}.yaml"
     shipped = data_settings(OmegaConf.load(shipped_file)) if shipped_file.is_file() else {}
-    extra = [f"{SHORT[k]}{v:g}" if isinstance(v, float) else f"{SHORT[k]}{v}"
-             for k, v in data_settings(ds).items() if shipped.get(k) != v]
+    extra = [f"{SHORT[k]}{_tag_value(v)}" for k, v in data_settings(ds).items() if shipped.get(k) != v]
     return "-".join([f"{ds.network}-{ds.nodes}", *extra])
 
 
@@ -102,6 +107,7 @@ def selection_settings(cfg: Any) -> dict[str, Any]:
 
 
 def learn_task(cfg: Any) -> dict[str, Any]:
+    from hpc.data.generate import WEIGHTS
     from hpc.graphs.io import write_json
     from hpc.graphs.metrics import evaluate
     from hpc.executors import announce_dashboard, executor_from_config
@@ -113,7 +119,8 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     asked = None if cfg.dataset.kind == "file" else data_settings(cfg.dataset)
     if out.is_file():
         row = json.loads(out.read_text())
-        if asked is not None and row.get("dataset", asked) != asked:
+        # Rows from before the weights setting existed were all made with the paper's weights.
+        if asked is not None and {"weights": list(WEIGHTS), **row.get("dataset", asked)} != asked:
             raise PsleError(f"{out} holds a result for dataset settings {row['dataset']}, not the {asked} asked; "
                             "move it away or write elsewhere (results_dir=...)")
         print(f"psle: {out} exists; task skipped (delete it to run again)", file=sys.stderr, flush=True)

@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 
 from hpc.autosle.checkpoint import canonical, fingerprint
-from hpc.data.generate import FAMILIES
+from hpc.data.generate import FAMILIES, WEIGHTS, check_weights
 from hpc.errors import PsleError
 from hpc.h5read import read_h5
 from hpc.h5write import write_h5
@@ -50,10 +50,14 @@ class RecordsConfig:
     seed: int = 1
     networks: tuple[str, ...] = ()  # bnlearn pool; empty = default_pool()
     time_limit: float | None = 300.0
+    weights: tuple[float, float] = WEIGHTS
 
     def settings(self, portfolio: list[dict[str, Any]]) -> dict[str, Any]:
-        return {**asdict(self), "families": list(self.families), "networks": list(self.networks),
-                "portfolio": portfolio, "feature_version": FEATURE_VERSION}
+        out = {**asdict(self), "families": list(self.families), "networks": list(self.networks),
+               "weights": list(self.weights), "portfolio": portfolio, "feature_version": FEATURE_VERSION}
+        if self.weights == WEIGHTS:  # files made before the setting existed resume as before
+            del out["weights"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def record_problems(config: RecordsConfig) -> list[RecordProblem]:
         raise PsleError(f"need 50 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
     if config.seed < 0:
         raise PsleError(f"seed must be >= 0, got {config.seed}")
+    check_weights(config.weights)
     pool = list(config.networks) or default_pool()
     rng = np.random.default_rng(config.seed)
     problems = []
@@ -123,13 +128,14 @@ def restricted_truth(dag: PDAG, idx: np.ndarray) -> PDAG:
     return dag_to_cpdag(dag.subgraph(idx))
 
 
-def problem_clusters(rp: RecordProblem, samples: int) -> list[Cluster]:
+def problem_clusters(rp: RecordProblem, samples: int, weights: tuple[float, float] = WEIGHTS) -> list[Cluster]:
     """Generate the problem and partition it exactly as PEF does."""
     from hpc.data.generate import benchmark_problem
     from hpc.pef.partition import PartitionConfig, partition
 
     problem = benchmark_problem(rp.nodes, rp.seed, samples, network=rp.network,
-                                graph=None if rp.family == "bnlearn" else rp.family, edges_per_node=rp.edges_per_node)
+                                graph=None if rp.family == "bnlearn" else rp.family, edges_per_node=rp.edges_per_node,
+                                weights=weights)
     out = []
     for c, idx in enumerate(partition(problem.data, PartitionConfig())):
         if len(idx) < 2:
@@ -266,7 +272,8 @@ def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress
         by_problem.setdefault(problem, {}).setdefault(int(c), []).append(r)
     dropped = 0
     for i, (key, clusters) in enumerate(sorted(by_problem.items())):
-        fresh = problem_clusters(RecordProblem(**json.loads(key)), settings["samples"])
+        fresh = problem_clusters(RecordProblem(**json.loads(key)), settings["samples"],
+                                 tuple(settings.get("weights", WEIGHTS)))
         for rows in clusters.values():
             old = np.array([rows[0]["features"][a] for a, _ in shared])
             c = next((c for c in fresh if np.allclose(old, [c.features[b] for _, b in shared], rtol=1e-6, atol=1e-9)),
@@ -324,7 +331,7 @@ def build_records(config: RecordsConfig, portfolio: list[dict[str, Any]], path: 
     todo = [p for p in problems if p.key not in store.done_problems]
     clusters: list[Cluster] = []
     for i, rp in enumerate(todo):
-        clusters += problem_clusters(rp, config.samples)
+        clusters += problem_clusters(rp, config.samples, config.weights)
         if progress:
             progress("records: problems generated and partitioned", i + 1, len(todo))
     tasks, where = [], []
