@@ -280,6 +280,7 @@ def _tolerance(args: argparse.Namespace) -> float:
 def _selector_fit(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
     from hpc.select.examples import load_examples
+    from hpc.select.records import data_conditions
     from hpc.select.selector import Selector
 
     tolerance = _tolerance(args)
@@ -287,7 +288,7 @@ def _selector_fit(args: argparse.Namespace) -> None:
     name, members, examples = load_examples(args.records, args.portfolio, args.exclude_families)
     families = sorted({e.family for e in examples})
     provenance = {"records": [Path(p).name for p in args.records], "families": families,
-                  "excluded_families": sorted(args.exclude_families)}
+                  "excluded_families": sorted(args.exclude_families), **data_conditions(args.records)}
     selector = Selector.from_examples(examples, args.target, name, members, provenance, tolerance)
     selector.save(args.output)
     print(f"psle: {args.target} selector for {name} ({len(members)} members) from {len(selector.y)} clusters of "

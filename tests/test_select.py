@@ -400,6 +400,7 @@ def test_cli_selector_fit_and_learn_with_it(small_records, tmp_path):
     meta = json.loads(out.read_text())["meta"]
     assert meta["selection"] == "predicted" and meta["status"] == "ok" and meta["selector"]["target"] == "truth"
     assert meta["selector"]["tolerance"] == 0.01  # fit's default: the member's predicted seconds are recorded
+    assert meta["selector"]["samples"] == [1000] and meta["selector"]["weights"] == [[0.5, 1.0]]
     chosen = [c["selection"] for c in meta["clusters"] if "scores" in (c.get("selection") or {})]
     assert chosen and all(len(c["predicted_seconds"]) == len(c["scores"]) for c in chosen)
     wrong = subprocess.run([*PSLE, "learn", str(data), "--selection", "predicted", "--selector", str(sel),

@@ -252,6 +252,14 @@ def read_records(path: str | os.PathLike, any_features: bool = False) -> dict[st
     return {"settings": settings, "fingerprint": stamp, "rows": rows, "done_problems": done, "features": names}
 
 
+def data_conditions(paths: list[str]) -> dict[str, list]:
+    """The sample sizes and edge-weight ranges the records' problems were generated with: a selector
+    file names them, so a user can tell whether their data are like what it learned from."""
+    settings = [read_h5(p, lambda f: json.loads(f.attrs["settings"]), "records file") for p in paths]
+    return {"samples": sorted({s["samples"] for s in settings}),
+            "weights": [list(w) for w in sorted({tuple(s.get("weights", WEIGHTS)) for s in settings})]}
+
+
 def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress=None) -> tuple[RecordStore, int]:
     """Records of an older feature set, with this version's features and no member rerun.
 
