@@ -1,12 +1,13 @@
-"""Does a selector fit on records of one sample size choose well at another?
+"""Does a selector fit on records of one kind of data choose well on another?
 
-Scores, on records made at other sample sizes (`psle records --samples N`), the truth selector fit
-on the BASE records alone against one refit with the other sample sizes' records too, held out by
+Scores, on records made under other data conditions (another sample size, `psle records --samples N`,
+or weaker effects, `--weights LOW HIGH`), the truth selector fit on the BASE records alone against one
+refit with the other conditions' records too, held out by
 problem (each test problem's clusters are chosen by a selector fit without that problem), beside
 the best single member in hindsight and the per-cluster oracle. Size-weighted Q = F1-adjacency +
 F1-arrowhead, the policy PEF uses (hpc.select.evaluate: run the first, fall back where it fails).
 
-    python scripts/bench_selector_samples.py --base BASE.h5 [...] --test N200.h5 [N6000.h5 ...] [--tolerance 0.01]
+    python scripts/bench_selector_conditions.py --base BASE.h5 [...] --test N200.h5 [N6000.h5 ...] [--tolerance 0.01]
 
 One table per test file, one row per family.
 """
@@ -30,7 +31,7 @@ def picks(selector: Selector, examples: list[Example]) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", nargs="+", required=True, help="records the first selector is fit on")
-    parser.add_argument("--test", nargs="+", required=True, help="records at other sample sizes, one file each")
+    parser.add_argument("--test", nargs="+", required=True, help="records under other conditions, one file each")
     parser.add_argument("--portfolio", default="portfolio")
     parser.add_argument("--tolerance", type=float, default=0.01)
     args = parser.parse_args()
