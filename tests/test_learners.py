@@ -169,6 +169,23 @@ def test_bic_of_the_empty_graph_by_hand():
     assert local_scores(c, n, [[], [0], []])[1] == pytest.approx(2 * (-n / 2 * (np.log(2 * np.pi * s2) + 1)) - np.log(n))
 
 
+def test_bic_on_collinear_data_is_finite_and_a_redundant_parent_costs_only_its_penalty():
+    """An exactly duplicated column makes the parent block singular; strong edge weights do the same
+    numerically. The residual is then the projection on the parents' span, so adding the duplicate
+    changes the local score by its penalty alone, and a determined child scores large but finite."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((200, 2))
+    x = np.column_stack([x, x[:, 0], 0.7 * x[:, 0] - 0.2 * x[:, 1] + 0.3 * rng.standard_normal(200),
+                         x[:, 0] + x[:, 1]])
+    c, n = covariance(x), 200
+    without, with_copy = local_scores(c, n, [[], [], [], [0, 1], []]), local_scores(c, n, [[], [], [], [0, 1, 2], []])
+    assert with_copy[3] == pytest.approx(without[3] - np.log(n), rel=1e-9)
+    determined = local_scores(c, n, [[], [], [], [], [0, 1, 2]])[4]
+    assert np.isfinite(determined) and determined > without[3]
+    graph = PDAG(list("abcde"), np.array([[0, 3], [1, 3], [2, 3], [0, 4], [1, 4]]), np.zeros((0, 2), dtype=np.int64))
+    assert np.isfinite(bic(graph, c, n))
+
+
 def test_fges_accuracy_on_alarm_100(alarm100):
     m = FGES(penalty=2).fit(alarm100.data, alarm100.variables)
     assert evaluate(m.graph_, alarm100.truth).f1_adjacent >= 0.9

@@ -18,6 +18,23 @@ def covariance(x: np.ndarray) -> np.ndarray:
     return np.cov(np.asarray(x, dtype=np.float64), rowvar=False, ddof=1).reshape(x.shape[1], x.shape[1])
 
 
+#: Residual variances are floored at this fraction of the variable's variance: a variable its parents
+#: determine exactly (collinear data) scores a large finite likelihood, not +inf or NaN.
+MIN_RESIDUAL = 1e-12
+
+
+def residual_variance(cov: np.ndarray, i: int, parents: np.ndarray) -> float:
+    """Variance of i left after regressing it on `parents`. A singular parent block (collinear or
+    near-deterministic data, e.g. strong edge weights) gets the least-squares projection, which is
+    the same residual whichever of the redundant parents carry the fit."""
+    c_pi, block = cov[parents, i], cov[np.ix_(parents, parents)]
+    try:
+        beta = np.linalg.solve(block, c_pi)
+    except np.linalg.LinAlgError:
+        beta = np.linalg.lstsq(block, c_pi, rcond=None)[0]
+    return float(max(cov[i, i] - c_pi @ beta, MIN_RESIDUAL * cov[i, i]))
+
+
 def local_scores(cov: np.ndarray, n: int, parent_lists: list[list[int]], penalty: float = 1.0) -> np.ndarray:
     """Per-node local BIC scores for the given parent sets."""
     p = cov.shape[0]
@@ -25,10 +42,8 @@ def local_scores(cov: np.ndarray, n: int, parent_lists: list[list[int]], penalty
     k = np.zeros(p)
     for i, parents in enumerate(parent_lists):
         if parents:
-            pa = np.asarray(parents)
-            c_pi = cov[pa, i]
-            s2[i] -= c_pi @ np.linalg.solve(cov[np.ix_(pa, pa)], c_pi)
-            k[i] = len(pa)
+            s2[i] = residual_variance(cov, i, np.asarray(parents))
+            k[i] = len(parents)
     with np.errstate(divide="ignore", invalid="ignore"):
         loglik = -0.5 * n * (np.log(2 * np.pi * s2) + 1)
     return 2 * loglik - penalty * k * np.log(n)
