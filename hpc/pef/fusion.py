@@ -17,6 +17,7 @@ from scipy.special import ndtr
 
 from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
+from hpc.learners.bic import residual_variance
 
 
 @dataclass(frozen=True)
@@ -196,8 +197,7 @@ def _residual_variance(z: np.ndarray, j: int, cond: list[int]) -> float:
     if not cond:
         return float(z[:, j] @ z[:, j])
     t = [j, *cond]
-    c = z[:, t].T @ z[:, t]
-    return float(c[0, 0] - c[0, 1:] @ np.linalg.solve(c[1:, 1:], c[1:, 0]))
+    return residual_variance(z[:, t].T @ z[:, t], 0, np.arange(1, len(t)))
 
 
 def _reaches(children: list[set[int]], source: int, target: int) -> bool:
