@@ -101,6 +101,17 @@ def test_labels_and_scores_break_ties_by_speed_and_skip_failed_runs():
     assert scores(e, "truth").tolist() == [1.2, 1.5, 1.5] and scores(e, "bic").tolist() == [0, 1, 0]
 
 
+def test_a_bic_recorded_as_nan_is_unknown_not_a_winner():
+    """Records made before the BIC handled singular parent blocks hold NaN for some finished runs:
+    the truth target still uses them, the bic target cannot name their winner."""
+    e = example([np.nan, -20, -30], [1.7, 1.2, 1.0], [1.0, 1.0, 1.0])
+    assert label(e, "bic") == 1 and label(e, "truth") == 0
+    assert label(example([np.nan, np.nan], [1.0, 1.1], [3.0, 2.0]), "bic") == 1  # none known: the fastest
+    clean = [example([-10, -20, -30], [1.0, 1.2, 1.1], [1.0, 2.0, 3.0]) for _ in range(3)]
+    assert len(Selector.from_examples([*clean, e], "bic", "p", [{}, {}, {}]).y) == 3
+    assert len(Selector.from_examples([*clean, e], "truth", "p", [{}, {}, {}]).y) == 4
+
+
 @pytest.fixture(scope="module")
 def small_records(tmp_path_factory):
     path = tmp_path_factory.mktemp("records") / "r.h5"

@@ -56,11 +56,15 @@ def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[E
 
 def label(example: Example, target: str) -> int:
     """The member to run: best BIC or best Q among successful runs; ties go to the fastest (and with
-    no successful run, where every choice is as bad, the fastest to fail)."""
+    no successful run, where every choice is as bad, the fastest to fail). A BIC recorded as NaN (records
+    made before the BIC handled singular parent blocks) is unknown, not a winner."""
     if not example.ok.any():
         return int(np.argmin(example.seconds))
-    value = np.where(example.ok, example.bic if target == "bic" else example.quality, -np.inf)
+    known = example.ok & ~np.isnan(example.bic) if target == "bic" else example.ok
+    value = np.where(known, example.bic if target == "bic" else example.quality, -np.inf)
     best = np.flatnonzero(np.isclose(value, value.max(), rtol=0, atol=1e-9) & example.ok)
+    if not best.size:  # no member with a known BIC
+        return int(np.argmin(example.seconds))
     return int(best[np.argmin(example.seconds[best])])
 
 

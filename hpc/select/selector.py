@@ -148,6 +148,8 @@ class Selector:
                       portfolio: list[dict[str, Any]], provenance: dict[str, Any] | None = None,
                       tolerance: float = 0.0) -> Selector:
         usable = [e for e in examples if e.ok.any()]
+        if target == "bic":  # a cluster whose BIC is unknown for a finished run has no known winner
+            usable = [e for e in usable if not np.isnan(e.bic[e.ok]).any()]
         if not usable:
             raise PsleError("no training cluster has a successful member run")
         return cls(target, portfolio_name, portfolio, np.stack([e.features for e in usable]),
