@@ -122,6 +122,8 @@ def test_a_selecting_runs_row_names_the_selector_file_that_chose_its_members(tmp
     (["dataset.network=nope"], "dataset.network=nope: unknown network; known: alarm, andes"),
     (["dataset.nodes=0"], "dataset.nodes=0: must be a whole number of at least 1"),
     (["dataset.samples=1.5"], "dataset.samples=1.5: must be a whole number of at least 2"),
+    (["dataset=er", "dataset.weights=[0.9,0.2]"], "dataset.weights must satisfy 0 < low <= high, got 0.9 and 0.2"),
+    (["dataset.weights=0.5"], "dataset.weights must be two numbers, the low and high magnitude, got 0.5"),
     (["seed=abc"], "seed=abc: must be a whole number of at least 0"),
     (["time_limit=-1"], "time_limit=-1: must be a positive number of seconds"),
     (["time_limit=60", "wall_limit=0"], "wall_limit=0: must be a positive number of seconds"),

@@ -98,7 +98,7 @@ def check_task(cfg: Any) -> None:
     """Raise PsleError naming the first bad setting of one experiment task (`key=value: why`)."""
     from omegaconf import OmegaConf
 
-    from hpc.data.generate import GRAPH_MODELS
+    from hpc.data.generate import GRAPH_MODELS, WEIGHTS, check_weights
     from hpc.data.networks import network_names
     from hpc.executors import check_executor_kind
     from hpc.launch.tasks import method_spec
@@ -131,6 +131,10 @@ def check_task(cfg: Any) -> None:
             raise PsleError(f"dataset.network={ds.network}: unknown network; known: {', '.join(network_names())}")
         _whole(ds.nodes, "dataset.nodes", 1)
         _whole(ds.samples, "dataset.samples", 2)
+        try:
+            check_weights(ds.get("weights", WEIGHTS))
+        except PsleError as exc:
+            raise PsleError(f"dataset.{exc}") from None
     else:
         raise PsleError(f"dataset.kind={ds.kind}: must be bnlearn, file or one of {', '.join(GRAPH_MODELS)}")
     try:
