@@ -203,7 +203,8 @@ def _train(args: argparse.Namespace) -> None:
     from hpc.run import train_ensemble
 
     training = TrainingConfig(problems=args.problems, min_nodes=args.min_nodes, max_nodes=args.max_nodes,
-                              samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()))
+                              samples=args.samples, seed=args.seed, networks=tuple(args.networks or ()),
+                              weights=tuple(args.weights))
     config = TrainConfig(k=args.k, trials=args.trials, seed=args.seed, time_limit=args.time_limit, training=training,
                          objective=args.objective, space=check_space(args.space.split(",")))
     if Path(args.checkpoint).exists():  # a foreign, damaged or other-settings checkpoint: refuse before work starts
@@ -499,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--min-nodes", type=_whole(1), default=5)
     tr.add_argument("--max-nodes", type=_whole(1), default=1000)
     tr.add_argument("--samples", type=_whole(2), default=1000)
+    _weights_option(tr)
     tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the bnlearn library)")
     tr.add_argument("--seed", type=_whole(0), default=0)
     tr.add_argument("--time-limit", type=_positive, default=300.0, metavar="SECONDS", help="per member run")

@@ -31,6 +31,21 @@ def test_training_problems_follow_the_settings():
     assert specs == training_problems(TrainingConfig(problems=50, min_nodes=5, max_nodes=200, seed=1))
 
 
+def test_training_problems_of_weaker_effects_are_the_same_problems_with_smaller_weights():
+    from hpc.autosle.training import materialise
+
+    paper = TrainingConfig(problems=3, min_nodes=20, max_nodes=60, seed=2)
+    weak = TrainingConfig(problems=3, min_nodes=20, max_nodes=60, seed=2, weights=(0.1, 0.3))
+    assert "weights" not in paper.as_dict()  # a checkpoint from before the setting resumes
+    assert weak.as_dict()["weights"] == [0.1, 0.3]
+    a, b = training_problems(paper)[0], training_problems(weak)[0]
+    assert (a.network, a.nodes, a.seed) == (b.network, b.nodes, b.seed) and b.weights == (0.1, 0.3)
+    (cov_a, _, _, truth_a), (cov_b, _, _, truth_b) = materialise(a), materialise(b)
+    assert truth_a == truth_b and np.abs(np.triu(cov_b, 1)).mean() < np.abs(np.triu(cov_a, 1)).mean()
+    with pytest.raises(PsleError, match="0 < low <= high"):
+        training_problems(TrainingConfig(problems=3, weights=(0.5, 0.1)))
+
+
 def test_configuration_space_is_the_papers():
     cs = configuration_space(0)
     for config in cs.sample_configuration(200):

@@ -138,6 +138,7 @@ def test_a_selecting_runs_row_names_the_selector_file_that_chose_its_members(tmp
     (["selection=maybe"], "method=p-sle: selection must be one of all, predicted"),
     (["executor.kind=kubernetes"], "executor.kind=kubernetes: unknown; choose one of local, serial, slurm_dask"),
     (["task=train", "train.space=[fges,gies]"], "train.space: unknown method 'gies'"),
+    (["task=train", "train.weights=[0.9,0.2]"], "train.weights must satisfy 0 < low <= high, got 0.9 and 0.2"),
     (["method=p-pc-stable", "method.members.0.engine=java"],
      "method=p-pc-stable: pc-stable(alpha=0.05, depth=1000, engine='java'): engine must be one of numpy, tetrad"),
 ])

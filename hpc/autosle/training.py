@@ -1,7 +1,7 @@
 """The training set: benchmark problems with known truth, drawn as in the paper (§4.1.2).
 
-A problem is named by (network, nodes, seed, samples) and regenerated on demand, so the
-training set costs no disk and a checkpoint only has to store those four values.
+A problem is named by (network, nodes, seed, samples, edge weights) and regenerated on demand,
+so the training set costs no disk and a checkpoint only has to store those values.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from hpc.data.generate import WEIGHTS, check_weights
 from hpc.data.networks import bnlearn_names, load_network
 from hpc.errors import PsleError
 
@@ -23,9 +24,13 @@ class TrainingConfig:
     samples: int = 1000
     seed: int = 0
     networks: tuple[str, ...] = ()  # empty = every library network small enough for max_nodes
+    weights: tuple[float, float] = WEIGHTS  # edge-weight magnitudes of the generated problems
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "networks": list(self.networks)}
+        out = {**asdict(self), "networks": list(self.networks), "weights": list(self.weights)}
+        if tuple(self.weights) == WEIGHTS:  # checkpoints from before the setting existed resume as before
+            del out["weights"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class ProblemSpec:
     nodes: int
     seed: int
     samples: int
+    weights: tuple[float, float] = WEIGHTS
 
 
 def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
@@ -42,6 +48,7 @@ def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
         raise PsleError(f"the training set needs at least one problem, got {config.problems}")
     if not 1 <= config.min_nodes <= config.max_nodes:
         raise PsleError(f"need 1 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
+    weights = check_weights(config.weights)
     names = list(config.networks) or bnlearn_names()
     pool = [n for n in names if load_network(n).p <= config.max_nodes]
     if not pool:
@@ -51,7 +58,7 @@ def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
     for k in range(config.problems):
         network = pool[int(rng.integers(len(pool)))]
         nodes = int(round(np.exp(rng.uniform(np.log(config.min_nodes), np.log(config.max_nodes)))))
-        specs.append(ProblemSpec(network, max(nodes, 1), config.seed * 1_000_003 + k, config.samples))
+        specs.append(ProblemSpec(network, max(nodes, 1), config.seed * 1_000_003 + k, config.samples, weights))
     return specs
 
 
@@ -62,5 +69,5 @@ def materialise(spec: ProblemSpec):
     from hpc.graphs.equivalence import dag_to_cpdag
     from hpc.learners.bic import covariance
 
-    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, network=spec.network)
+    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, network=spec.network, weights=spec.weights)
     return covariance(problem.data), problem.n, problem.variables, dag_to_cpdag(problem.truth)

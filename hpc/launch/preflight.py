@@ -117,6 +117,7 @@ def check_task(cfg: Any) -> None:
 
         try:
             check_space(tuple(cfg.train.get("space") or ()))
+            check_weights(cfg.train.get("weights") or WEIGHTS)
         except PsleError as exc:
             raise PsleError(f"train.{exc}") from None
         return

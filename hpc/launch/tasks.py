@@ -182,12 +182,14 @@ def train_task(cfg: Any) -> dict[str, Any]:
     from hpc.autosle.space import PAPER_SPACE
     from hpc.autosle.train import TrainConfig
     from hpc.autosle.training import TrainingConfig
+    from hpc.data.generate import WEIGHTS
     from hpc.executors import executor_from_config
     from hpc.run import train_ensemble
 
     t = cfg.train
     training = TrainingConfig(problems=t.problems, min_nodes=t.min_nodes, max_nodes=t.max_nodes, samples=t.samples,
-                              seed=cfg.seed, networks=tuple(t.get("networks") or ()))
+                              seed=cfg.seed, networks=tuple(t.get("networks") or ()),
+                              weights=tuple(t.get("weights") or WEIGHTS))
     config = TrainConfig(k=t.k, trials=t.trials, seed=cfg.seed, time_limit=cfg.time_limit, training=training,
                          objective=t.get("objective", "portfolio"), space=tuple(t.get("space") or PAPER_SPACE))
     folder = Path(cfg.results_dir)
