@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hpc.data.generate import WEIGHTS, check_weights
+from hpc.data.generate import WEIGHTS, check_weights, weights_setting
 from hpc.data.networks import bnlearn_names, load_network
 from hpc.errors import PsleError
 
@@ -27,10 +27,8 @@ class TrainingConfig:
     weights: tuple[float, float] = WEIGHTS  # edge-weight magnitudes of the generated problems
 
     def as_dict(self) -> dict:
-        out = {**asdict(self), "networks": list(self.networks), "weights": list(self.weights)}
-        if tuple(self.weights) == WEIGHTS:  # checkpoints from before the setting existed resume as before
-            del out["weights"]
-        return out
+        fields = {k: v for k, v in asdict(self).items() if k != "weights"}
+        return {**fields, "networks": list(self.networks), **weights_setting(self.weights)}
 
 
 @dataclass(frozen=True)

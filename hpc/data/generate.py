@@ -162,6 +162,13 @@ def check_weights(weights: Any) -> tuple[float, float]:
     return lo, hi
 
 
+def weights_setting(weights: Any) -> dict[str, list[float]]:
+    """The weights entry of a settings fingerprint: none for the paper's range, so records files and
+    checkpoints made before the range was a setting keep their identity and resume."""
+    lo, hi = check_weights(weights)
+    return {} if (lo, hi) == WEIGHTS else {"weights": [lo, hi]}
+
+
 def random_sem(dag: PDAG, rng: np.random.Generator, weights: tuple[float, float] = WEIGHTS) -> SEM:
     """Weights of magnitude uniform on `weights` (the paper's [0.5, 1]) with a random sign, noise standard
     deviations uniform on [0, 1]. Smaller magnitudes give weaker effects, which are harder to detect."""

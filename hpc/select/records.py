@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 
 from hpc.autosle.checkpoint import canonical, fingerprint
-from hpc.data.generate import FAMILIES, WEIGHTS, check_weights
+from hpc.data.generate import FAMILIES, WEIGHTS, check_weights, weights_setting
 from hpc.errors import PsleError
 from hpc.h5read import read_h5
 from hpc.h5write import write_h5
@@ -53,11 +53,9 @@ class RecordsConfig:
     weights: tuple[float, float] = WEIGHTS
 
     def settings(self, portfolio: list[dict[str, Any]]) -> dict[str, Any]:
-        out = {**asdict(self), "families": list(self.families), "networks": list(self.networks),
-               "weights": list(self.weights), "portfolio": portfolio, "feature_version": FEATURE_VERSION}
-        if self.weights == WEIGHTS:  # files made before the setting existed resume as before
-            del out["weights"]
-        return out
+        fields = {k: v for k, v in asdict(self).items() if k != "weights"}
+        return {**fields, "families": list(self.families), "networks": list(self.networks),
+                **weights_setting(self.weights), "portfolio": portfolio, "feature_version": FEATURE_VERSION}
 
 
 @dataclass(frozen=True)
