@@ -14,10 +14,9 @@ from __future__ import annotations
 import argparse
 import warnings
 
-import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from hpc.select.evaluate import selection_quality
+from hpc.select.evaluate import cross_validate, selection_quality
 from hpc.select.examples import Example, load_examples
 from hpc.select.selector import Selector
 
@@ -52,14 +51,11 @@ def main() -> None:
             chosen = fit([base[i] for i in train] + extra).orders([base[i].features for i in test])
             for i, order in zip(test, chosen):
                 orders[i] = order
-        held = []
-        for f in families:
-            test = [e for e in base if e.family == f]
-            selector = fit([e for e in base + extra if e.family != f])
-            held.append(selection_quality(test, selector.orders([e.features for e in test]))["q"])
+        held = [row["q"] for row in cross_validate(base, "truth", name, members, "family", tolerance=args.tolerance,
+                                                   extra=extra)]
         cells = [q(base, orders, lambda e: True)] + [q(base, orders, lambda e, f=f: e.family == f) for f in families]
         cells += [q(base, orders, lambda e: e.size >= LARGE)] + held
-        print(f"| {label} | " + " | ".join(f"{v:.4f}" for v in np.asarray(cells)) + " |")
+        print(f"| {label} | " + " | ".join(f"{v:.4f}" for v in cells) + " |")
 
 
 if __name__ == "__main__":

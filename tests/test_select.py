@@ -112,6 +112,24 @@ def test_a_bic_recorded_as_nan_is_unknown_not_a_winner():
     assert len(Selector.from_examples([*clean, e], "truth", "p", [{}, {}, {}]).y) == 4
 
 
+def test_cross_validation_adds_extra_examples_to_training_only_outside_the_held_out_group(monkeypatch):
+    """Records added to a fit (to see whether they help) must never leak the held-out family into training,
+    nor be scored themselves."""
+    import hpc.select.evaluate as evaluate
+
+    def fam(e, family, size):
+        return replace(e, family=family, group=family, size=size)
+
+    base = [fam(example([-1, -2], [1.0, 1.2], [1.0, 1.0]), f, 10 + k) for k, f in enumerate(["er", "er", "sf", "sf"])]
+    extra = [fam(example([-1, -2], [1.3, 1.0], [1.0, 1.0]), f, 100 + k) for k, f in enumerate(["er", "sf"])]
+    trained, fit = [], evaluate.Selector.from_examples
+    monkeypatch.setattr(evaluate.Selector, "from_examples",
+                        lambda train, *a, **kw: trained.append(sorted(e.size for e in train)) or fit(train, *a, **kw))
+    rows = evaluate.cross_validate(base, "truth", "p", [{}, {}], "family", extra=extra)
+    assert [r["held_out"] for r in rows] == ["er", "sf"] and [r["clusters"] for r in rows] == [2, 2]
+    assert trained == [[12, 13, 101], [10, 11, 100]]
+
+
 @pytest.fixture(scope="module")
 def small_records(tmp_path_factory):
     path = tmp_path_factory.mktemp("records") / "r.h5"

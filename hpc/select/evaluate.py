@@ -56,12 +56,15 @@ def selection_quality(examples: list[Example], orders: list[list[int]], top_k: i
 
 
 def cross_validate(examples: list[Example], target: str, portfolio_name: str, portfolio: list[dict[str, Any]],
-                   by: str = "family", top_k: int = 1, tolerance: float = 0.0) -> list[dict[str, Any]]:
-    """Hold out one group at a time (a whole family, or one problem), fit on the rest, score the held-out."""
+                   by: str = "family", top_k: int = 1, tolerance: float = 0.0,
+                   extra: list[Example] = ()) -> list[dict[str, Any]]:
+    """Hold out one group at a time (a whole family, or one problem), fit on the rest, score the held-out.
+    `extra` examples only ever join the training side (outside the held-out group), so fits with and
+    without them score the same clusters."""
     key = (lambda e: e.family) if by == "family" else (lambda e: e.group)
     rows = []
     for held in sorted({key(e) for e in examples}):
-        train = [e for e in examples if key(e) != held]
+        train = [e for e in [*examples, *extra] if key(e) != held]
         test = [e for e in examples if key(e) == held]
         selector = Selector.from_examples(train, target, portfolio_name, portfolio, tolerance=tolerance)
         orders = selector.orders([e.features for e in test])

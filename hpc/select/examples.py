@@ -62,9 +62,8 @@ def label(example: Example, target: str) -> int:
         return int(np.argmin(example.seconds))
     known = example.ok & ~np.isnan(example.bic) if target == "bic" else example.ok
     value = np.where(known, example.bic if target == "bic" else example.quality, -np.inf)
+    # With no BIC known every finished run ties at -inf, so the fastest of them is the label.
     best = np.flatnonzero(np.isclose(value, value.max(), rtol=0, atol=1e-9) & example.ok)
-    if not best.size:  # no member with a known BIC
-        return int(np.argmin(example.seconds))
     return int(best[np.argmin(example.seconds[best])])
 
 
