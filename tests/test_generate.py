@@ -159,3 +159,37 @@ def test_hub_model_has_its_hubs_on_top_of_the_background():
     assert 1000 + hubs * HUB_DEGREE - 60 <= len(g.directed) <= 1000 + hubs * HUB_DEGREE  # few overlaps removed
     background = np.sort(np.maximum(out_degree, in_degree))[: -hubs]
     assert background.max() < HUB_DEGREE // 2
+
+
+def test_block_model_keeps_nine_edges_in_ten_inside_its_blocks():
+    """Blocks are runs of 20-50 consecutive variables: an edge spanning 50 or more indices joins two
+    blocks. Expected: 2 p edges, 10 % between blocks (an ER graph would put ~95 % that far apart)."""
+    g = random_dag("sbm", 2000, np.random.default_rng(5), edges_per_node=2)
+    assert is_dag(g) and 3700 <= g.n_edges <= 4300
+    span = np.abs(g.directed[:, 0] - g.directed[:, 1])
+    assert 0.9 * 0.9 <= (span < 50).mean() and (span >= 50).mean() <= 0.1 * 1.3
+
+
+def test_clustered_scale_free_model_has_hubs_and_triangles_that_sf_lacks():
+    import networkx as nx
+
+    def undirected(model):
+        g = random_dag(model, 1000, np.random.default_rng(5), edges_per_node=2)
+        assert is_dag(g)
+        graph = nx.Graph(map(tuple, g.directed.tolist()))
+        return g, graph
+
+    plc, plc_graph = undirected("plc")
+    sf, sf_graph = undirected("sf")
+    assert abs(plc.n_edges - 2000) <= 10  # two edges per new node
+    assert max(d for _, d in plc_graph.degree()) >= 40  # hubs, as in sf
+    assert nx.transitivity(plc_graph) > 3 * nx.transitivity(sf_graph)
+
+
+@pytest.mark.parametrize("model", ["sbm", "plc"])
+def test_new_models_make_tiny_graphs_or_say_why_not(model):
+    g = random_dag(model, 12, np.random.default_rng(0), edges_per_node=1)
+    assert g.p == 12 and is_dag(g)
+    if model == "plc":
+        with pytest.raises(PsleError, match="needs more than 3 nodes"):
+            random_dag(model, 3, np.random.default_rng(0), edges_per_node=3)

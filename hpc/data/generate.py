@@ -21,13 +21,19 @@ from hpc.graphs.pdag import PDAG, pair_keys
 
 #: Bumped whenever the sequence of random draws changes (stored in problem files).
 GENERATOR_VERSION = 1
-GRAPH_MODELS = ("er", "sf", "ws", "hub")
+GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc")
 #: Every kind of problem the generator makes: bnlearn replicas and the random graph models.
 FAMILIES = ("bnlearn", *GRAPH_MODELS)
 #: Children (out-hubs) or parents (in-hubs) of each hub in the `hub` model.
 HUB_DEGREE = 30
 #: Variables per hub in the `hub` model.
 NODES_PER_HUB = 100
+#: Block sizes (inclusive range) and the share of edges between blocks in the `sbm` model: the
+#: bnlearn replicas' block structure (replicas of 5-50 variables, ~10 % cross edges), with random blocks.
+SBM_BLOCK = (20, 50)
+SBM_BETWEEN = 0.1
+#: Probability that an edge of the `plc` model closes a triangle (Holme-Kim).
+PLC_TRIANGLES = 0.5
 #: The paper's edge-weight magnitudes (low, high).
 WEIGHTS = (0.5, 1.0)
 
@@ -90,14 +96,19 @@ def _cross_pairs(rng: np.random.Generator, r: int, p0: int, count: int) -> np.nd
 
 def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_node: int = 2,
                rewire: float = 0.1) -> PDAG:
-    """Erdős–Rényi (`er`), scale-free (`sf`), Watts–Strogatz (`ws`) or hub-heavy (`hub`) DAG.
+    """Erdős–Rényi (`er`), scale-free (`sf`), Watts–Strogatz (`ws`), hub-heavy (`hub`),
+    community-structured (`sbm`) or clustered scale-free (`plc`) DAG.
 
     ER and SF have exactly edges_per_node·p edges (SF grows from a complete graph on
     2·edges_per_node + 1 nodes); WS is a ring lattice of 2·edges_per_node neighbours with
     rewiring probability `rewire`. `hub` is an ER background of edges_per_node·p edges plus one
     hub per NODES_PER_HUB variables, alternately with HUB_DEGREE children and HUB_DEGREE parents:
-    the few very high-degree nodes that bnlearn replicas lack. Edges are oriented along a random
-    permutation.
+    the few very high-degree nodes that bnlearn replicas lack. `sbm` is a stochastic block model:
+    blocks of SBM_BLOCK variables, edges_per_node·p edges expected, SBM_BETWEEN of them between
+    blocks (dense communities, as bnlearn replicas have, without repeating one network). `plc` is
+    Holme and Kim's growth model: scale-free degrees, and each new edge closes a triangle with
+    probability PLC_TRIANGLES (hubs inside clustered neighbourhoods, where `sf` has no triangles).
+    Edges are oriented along a random permutation.
     """
     if n_nodes <= 0:
         raise PsleError(f"number of nodes must be positive, got {n_nodes}")
@@ -122,6 +133,12 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         if n_nodes <= HUB_DEGREE:
             raise PsleError(f"a hub graph needs more than {HUB_DEGREE} nodes, got {n_nodes}")
         graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
+    elif model == "sbm":
+        graph = _block_graph(n_nodes, m, rng, seed)
+    elif model == "plc":
+        if n_nodes <= m:
+            raise PsleError(f"a clustered scale-free graph needs more than {m} nodes, got {n_nodes}")
+        graph = nx.powerlaw_cluster_graph(n_nodes, m, PLC_TRIANGLES, seed=seed)
     else:
         raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
     edges = np.array(sorted(graph.edges()), dtype=np.int64).reshape(-1, 2)
@@ -131,6 +148,23 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         edges = edges[np.unique(pair_keys(edges, n_nodes), return_index=True)[1]]
     edges = np.where((rank[edges[:, 0]] < rank[edges[:, 1]])[:, None], edges, edges[:, ::-1])
     return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges)
+
+
+def _block_graph(n_nodes: int, m: int, rng: np.random.Generator, seed: int) -> nx.Graph:
+    """The `sbm` model's undirected graph: block sizes drawn from SBM_BLOCK (the last takes the rest),
+    edge probabilities set so that m·p edges are expected, SBM_BETWEEN of them between blocks
+    (capped at 1 where blocks are too small to hold their share)."""
+    sizes: list[int] = []
+    while sum(sizes) < n_nodes:
+        sizes.append(min(int(rng.integers(SBM_BLOCK[0], SBM_BLOCK[1] + 1)), n_nodes - sum(sizes)))
+    within = sum(s * (s - 1) // 2 for s in sizes)
+    between = n_nodes * (n_nodes - 1) // 2 - within
+    edges = m * n_nodes
+    share = SBM_BETWEEN if between else 0.0
+    p_in = min(1.0, (1 - share) * edges / within) if within else 0.0
+    p_out = min(1.0, share * edges / between) if between else 0.0
+    probs = [[p_in if i == j else p_out for j in range(len(sizes))] for i in range(len(sizes))]
+    return nx.stochastic_block_model(sizes, probs, seed=seed)
 
 
 def _hub_edges(n_nodes: int, rank: np.ndarray, rng: np.random.Generator) -> np.ndarray:
