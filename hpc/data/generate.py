@@ -29,7 +29,8 @@ HUB_DEGREE = 30
 #: Variables per hub in the `hub` model.
 NODES_PER_HUB = 100
 #: Block sizes (inclusive range) and the share of edges between blocks in the `sbm` model: the
-#: bnlearn replicas' block structure (replicas of 5-50 variables, ~10 % cross edges), with random blocks.
+#: bnlearn replicas' block structure (replicas of tens of variables joined by ~10 % cross edges), with
+#: random blocks.
 SBM_BLOCK = (20, 50)
 SBM_BETWEEN = 0.1
 #: Probability that an edge of the `plc` model closes a triangle (Holme-Kim).
