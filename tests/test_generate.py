@@ -186,7 +186,38 @@ def test_clustered_scale_free_model_has_hubs_and_triangles_that_sf_lacks():
     assert nx.transitivity(plc_graph) > 3 * nx.transitivity(sf_graph)
 
 
-@pytest.mark.parametrize("model", ["sbm", "plc"])
+def test_geometric_model_is_local_in_the_plane_without_hubs():
+    """About 2 p edges; neighbourhoods overlap (transitivity near the 2-D disc graph's 0.59), where an
+    ER graph of the same density has almost none, and no node has more than a few times the mean degree."""
+    import networkx as nx
+
+    g = random_dag("geo", 2000, np.random.default_rng(4), edges_per_node=2)
+    assert is_dag(g) and 3800 <= g.n_edges <= 4200
+    graph = nx.Graph(map(tuple, g.directed.tolist()))
+    assert nx.transitivity(graph) > 0.5
+    assert max(d for _, d in graph.degree()) <= 4 * 4
+
+
+def test_mosaic_blocks_are_other_models_joined_by_a_tenth_as_many_cross_edges():
+    """Blocks are runs of 100-300 consecutive variables; at least one holds a hub (30 children or
+    parents) and cross edges are a tenth of the blocks' edges."""
+    from hpc.data.generate import HUB_DEGREE, _mosaic
+
+    rng = np.random.default_rng(7)
+    g = _mosaic(3000, 2, rng)
+    assert is_dag(g) and g.p == 3000
+    degree = np.bincount(g.directed.ravel(), minlength=g.p)
+    assert degree.max() >= HUB_DEGREE
+    # A block's own edges span fewer than 300 indices; of the cross edges (1/11 of all), most join
+    # blocks further apart than that.
+    far = (np.abs(g.directed[:, 0] - g.directed[:, 1]) >= 300).mean()
+    assert 0.05 <= far <= 1 / 11
+    # Same seed, same graph: blocks, models and cross edges come from the one generator.
+    again = random_dag("mosaic", 3000, np.random.default_rng(7), edges_per_node=2)
+    assert np.array_equal(again.directed, g.directed)
+
+
+@pytest.mark.parametrize("model", ["sbm", "plc", "geo", "mosaic"])
 def test_new_models_make_tiny_graphs_or_say_why_not(model):
     g = random_dag(model, 12, np.random.default_rng(0), edges_per_node=1)
     assert g.p == 12 and is_dag(g)

@@ -21,7 +21,7 @@ from hpc.graphs.pdag import PDAG, pair_keys
 
 #: Bumped whenever the sequence of random draws changes (stored in problem files).
 GENERATOR_VERSION = 1
-GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc")
+GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc", "geo", "mosaic")
 #: Every kind of problem the generator makes: bnlearn replicas and the random graph models.
 FAMILIES = ("bnlearn", *GRAPH_MODELS)
 #: Children (out-hubs) or parents (in-hubs) of each hub in the `hub` model.
@@ -35,6 +35,11 @@ SBM_BLOCK = (20, 50)
 SBM_BETWEEN = 0.1
 #: Probability that an edge of the `plc` model closes a triangle (Holme-Kim).
 PLC_TRIANGLES = 0.5
+#: Block sizes (inclusive range), the models blocks are drawn from and the share of cross edges (of the
+#: blocks' edges) in the `mosaic` model: a heterogeneous network whose parts look like different families.
+MOSAIC_BLOCK = (100, 300)
+MOSAIC_MODELS = ("er", "sf", "ws", "hub")
+MOSAIC_BETWEEN = 0.1
 #: The paper's edge-weight magnitudes (low, high).
 WEIGHTS = (0.5, 1.0)
 
@@ -98,7 +103,8 @@ def _cross_pairs(rng: np.random.Generator, r: int, p0: int, count: int) -> np.nd
 def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_node: int = 2,
                rewire: float = 0.1) -> PDAG:
     """Erdős–Rényi (`er`), scale-free (`sf`), Watts–Strogatz (`ws`), hub-heavy (`hub`),
-    community-structured (`sbm`) or clustered scale-free (`plc`) DAG.
+    community-structured (`sbm`), clustered scale-free (`plc`), random geometric (`geo`) or mixed
+    (`mosaic`) DAG.
 
     ER and SF have exactly edges_per_node·p edges (SF grows from a complete graph on
     2·edges_per_node + 1 nodes); WS is a ring lattice of 2·edges_per_node neighbours with
@@ -109,7 +115,12 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
     blocks (dense communities, as bnlearn replicas have, without repeating one network). `plc` is
     Holme and Kim's growth model: scale-free degrees, and each new edge closes a triangle with
     probability PLC_TRIANGLES (hubs inside clustered neighbourhoods, where `sf` has no triangles).
-    Edges are oriented along a random permutation.
+    `geo` places the variables uniformly in the unit square and joins those closer than the radius
+    that gives about edges_per_node·p edges: spatial neighbourhoods in two dimensions (many
+    triangles, no hubs, no blocks), where `ws` is a ring. `mosaic` draws blocks of MOSAIC_BLOCK
+    variables, each from a random one of MOSAIC_MODELS, and joins them with MOSAIC_BETWEEN as many
+    cross edges as the blocks hold: one network whose parts favour different learners.
+    Edges are oriented along a random permutation (mosaic: along an interleaving of its blocks').
     """
     if n_nodes <= 0:
         raise PsleError(f"number of nodes must be positive, got {n_nodes}")
@@ -118,6 +129,8 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
     if not 0.0 <= rewire <= 1.0:
         raise PsleError(f"the rewiring probability must be in [0, 1], got {rewire!r}")
     m = edges_per_node
+    if model == "mosaic":
+        return _mosaic(n_nodes, m, rng)
     seed = int(rng.integers(2**31))
     if model == "er":
         graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
@@ -140,6 +153,12 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         if n_nodes <= m:
             raise PsleError(f"a clustered scale-free graph needs more than {m} nodes, got {n_nodes}")
         graph = nx.powerlaw_cluster_graph(n_nodes, m, PLC_TRIANGLES, seed=seed)
+    elif model == "geo":
+        # Expected degree (p - 1)·pi·r^2 = 2m, less at the square's edges: boundary nodes lose up to
+        # three quarters of their disc, so r is raised by the disc share kept on average, 1 - 4r/(3 pi).
+        radius = math.sqrt(2 * m / (max(n_nodes - 1, 1) * math.pi))
+        radius /= 1 - 4 * radius / (3 * math.pi)
+        graph = nx.random_geometric_graph(n_nodes, min(radius, math.sqrt(2)), seed=seed)
     else:
         raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
     edges = np.array(sorted(graph.edges()), dtype=np.int64).reshape(-1, 2)
@@ -166,6 +185,38 @@ def _block_graph(n_nodes: int, m: int, rng: np.random.Generator, seed: int) -> n
     p_out = min(1.0, share * edges / between) if between else 0.0
     probs = [[p_in if i == j else p_out for j in range(len(sizes))] for i in range(len(sizes))]
     return nx.stochastic_block_model(sizes, probs, seed=seed)
+
+
+def _mosaic(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
+    """The `mosaic` model: blocks from random_dag's other models, numbered consecutively, with cross
+    edges oriented along a random interleaving of the blocks' topological orders (so the union stays
+    acyclic, as `replicate` does for bnlearn replicas)."""
+    sizes: list[int] = []
+    while sum(sizes) < n_nodes:
+        rest = n_nodes - sum(sizes)
+        size = int(rng.integers(MOSAIC_BLOCK[0], MOSAIC_BLOCK[1] + 1))
+        sizes.append(rest if rest - size < MOSAIC_BLOCK[0] else size)  # no block smaller than the range
+    offsets = np.cumsum([0, *sizes[:-1]])
+    position = np.empty(n_nodes)
+    within = []
+    for size, offset in zip(sizes, offsets):
+        model = MOSAIC_MODELS[int(rng.integers(len(MOSAIC_MODELS)))]
+        if size <= max(2 * m + 1, HUB_DEGREE):  # too small for sf, ws or hub: a one-block mosaic of a few nodes
+            model = "er"
+        block = random_dag(model, size, rng, edges_per_node=m)
+        within.append(block.directed + offset)
+        position[offset + np.asarray(topological_order(block))] = np.sort(rng.random(size))
+    block_of = np.repeat(np.arange(len(sizes)), sizes)
+    inner = np.concatenate(within)
+    count = math.ceil(MOSAIC_BETWEEN * len(inner)) if len(sizes) > 1 else 0
+    cross = np.empty((0, 2), dtype=np.int64)
+    while len(cross) < count:
+        pairs = rng.integers(0, n_nodes, size=(2 * count, 2))
+        pairs = np.concatenate([cross, pairs[block_of[pairs[:, 0]] != block_of[pairs[:, 1]]]])
+        keys = pair_keys(pairs, n_nodes)
+        cross = pairs[np.sort(np.unique(keys, return_index=True)[1])][:count]
+    cross = np.where((position[cross[:, 0]] < position[cross[:, 1]])[:, None], cross, cross[:, ::-1])
+    return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), np.concatenate([inner, cross]).astype(np.int64))
 
 
 def _hub_edges(n_nodes: int, rank: np.ndarray, rng: np.random.Generator) -> np.ndarray:
