@@ -157,7 +157,7 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         # Expected degree (p - 1)·pi·r^2 = 2m, less at the square's edges: boundary nodes lose up to
         # three quarters of their disc, so r is raised by the disc share kept on average, 1 - 4r/(3 pi).
         radius = math.sqrt(2 * m / (max(n_nodes - 1, 1) * math.pi))
-        radius /= 1 - 4 * radius / (3 * math.pi)
+        radius /= 1 - 4 * min(radius, 1.0) / (3 * math.pi)
         graph = nx.random_geometric_graph(n_nodes, min(radius, math.sqrt(2)), seed=seed)
     else:
         raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
@@ -201,7 +201,7 @@ def _mosaic(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
     within = []
     for size, offset in zip(sizes, offsets):
         model = MOSAIC_MODELS[int(rng.integers(len(MOSAIC_MODELS)))]
-        if size <= max(2 * m + 1, HUB_DEGREE):  # too small for sf, ws or hub: a one-block mosaic of a few nodes
+        if size <= max(2 * m + 1, HUB_DEGREE):  # too small for sf, ws or hub (a tiny mosaic, or many edges per node)
             model = "er"
         block = random_dag(model, size, rng, edges_per_node=m)
         within.append(block.directed + offset)
