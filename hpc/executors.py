@@ -2,7 +2,8 @@
 address), or on dask workers that are SLURM jobs of their own.
 
 Learners, PEF and Auto-SLE only see the `Executor` interface: `run(fn, arg_tuples)` yielding
-`(index, result)` as results arrive, `scatter(obj)` for large inputs several tasks share (sent
+`(index, result)` as results arrive, `run_drawn(fn, draw)` for work decided as it goes (a task is
+drawn only when a worker is free for it), `scatter(obj)` for large inputs several tasks share (sent
 once, not once per task), `task_threads(n)` and `close()`. `make_executor(kind, ...)` is the one
 factory (`psle` and `psle-experiment` both use it); every kind sizes itself from the allocation.
 """
@@ -17,13 +18,18 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from hpc.errors import PsleError
 
 LOCAL_TCP_TIMEOUT = "600s"
+#: How often a drawn run looks again for workers that joined (SLURM jobs start when they start).
+WORKER_POLL = 5.0
+
+#: `run_drawn`'s draw: the next task as (key, args), or None when there is none to start now.
+Draw = Callable[[], "tuple[Hashable, tuple] | None"]
 
 
 def allocated_cpus() -> int:
@@ -49,6 +55,12 @@ class Executor(Protocol):
 
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
         """(index, result) as tasks finish; they start in the order given (callers put long ones first)."""
+        ...
+
+    def run_drawn(self, fn: Callable, draw: Draw) -> Iterator[tuple[Hashable, Any]]:
+        """(key, result) as tasks finish, each task drawn only when a worker is free to start it, so
+        `draw` can decide it from every result yielded so far; ends when nothing runs and `draw`
+        gives None."""
         ...
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any: ...
@@ -102,6 +114,11 @@ class SerialExecutor:
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
         for k, args in enumerate(tasks):
             yield k, fn(*args)
+
+    def run_drawn(self, fn: Callable, draw: Draw) -> Iterator[tuple[Hashable, Any]]:
+        while (task := draw()) is not None:
+            key, args = task
+            yield key, fn(*args)
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         return obj
@@ -173,6 +190,31 @@ class DaskExecutor(SerialExecutor):
             # which may close it after the client: then there is nothing left to cancel.
             if self.client.status == "running":
                 self.client.cancel(list(futures))
+
+    def run_drawn(self, fn: Callable, draw: Draw) -> Iterator[tuple[Hashable, Any]]:
+        """As many tasks in flight as the workers have threads (re-counted as workers join or leave),
+        and no more: a task queued behind a busy worker would be decided before the results it
+        could learn from."""
+        from dask.distributed import wait
+
+        running: dict[Any, Hashable] = {}
+        try:
+            while True:
+                slots = max(1, sum(self.client.nthreads().values()))
+                while len(running) < slots and (task := draw()) is not None:
+                    key, args = task
+                    running[self.client.submit(fn, *args, pure=False)] = key
+                if not running:
+                    return
+                try:
+                    done = wait(list(running), timeout=WORKER_POLL, return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    continue
+                for future in [f for f in running if f in done]:
+                    yield running.pop(future), future.result()
+        finally:  # as in `run`: a caller that stops early leaves nothing running behind it
+            if running and self.client.status == "running":
+                self.client.cancel(list(running))
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand."""

@@ -123,6 +123,15 @@ class RecordingExecutor(SerialExecutor):
         self.order += tasks
         return super().run(fn, tasks)
 
+    def run_drawn(self, fn, draw):
+        def recorded():
+            task = draw()
+            if task is not None:
+                self.order.append(task[1])
+            return task
+
+        return super().run_drawn(fn, recorded)
+
 
 def test_estimation_submits_the_largest_cluster_first():
     rng = np.random.default_rng(3)
@@ -266,6 +275,34 @@ def test_dask_tasks_start_in_the_order_given_with_scattered_data():
         data = [executor.scatter(np.zeros((s, s)), broadcast=False) for s in sizes]
         started = dict(executor.run(_start_time, [(k, data[k]) for k in range(len(sizes))]))
     assert sorted(started, key=started.get) == list(range(len(sizes)))
+
+
+def _slow_square(x: int) -> tuple[int, float]:
+    time.sleep(0.3)
+    return x * x, time.monotonic()
+
+
+@pytest.mark.slow
+def test_dask_draws_each_task_when_a_worker_is_free_for_it():
+    # Two workers: two tasks in flight, and each later task drawn only once a result came back, so
+    # the caller decides it knowing every result before it (PEF's fallbacks rely on that).
+    drawn, seen = [], []
+    with DaskExecutor(n_workers=2) as executor:
+        def draw():
+            if len(drawn) == 6:
+                return None
+            drawn.append(len(seen))  # results the caller had when this task was decided
+            return len(drawn) - 1, (len(drawn) - 1,)
+
+        for key, (square, _) in executor.run_drawn(_slow_square, draw):
+            assert square == key * key
+            seen.append(key)
+    assert sorted(seen) == list(range(6))
+    # Task i starts only when at most one other is in flight: i - 1 results are in (two may land at once).
+    assert drawn[:2] == [0, 0] and all(d >= i - 1 for i, d in enumerate(drawn))
+    with DaskExecutor(n_workers=1) as executor:
+        tasks = iter([("a", (2,)), ("b", (3,))])
+        assert dict(executor.run_drawn(_slow_square, lambda: next(tasks, None))).keys() == {"a", "b"}
 
 
 @pytest.mark.slow

@@ -8,7 +8,6 @@ all spread over the executor's workers; each cluster then keeps its best-BIC out
 
 from __future__ import annotations
 
-import itertools
 import time
 import warnings
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
+from hpc.pef.schedule import MemberSchedule
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
@@ -99,7 +99,10 @@ class PEF:
     `runaway` times its prediction (and at least RUNAWAY_FLOOR seconds) is cut so the next member
     runs, unless it is the last one left: on data unlike the selector's records the prediction can be
     far off (an fGES on a yeast cluster with a 129-neighbour hub, predicted 26 s, ran for 40 minutes).
-    0 turns that off.
+    0 turns that off. A member that times out (guard or `time_limit`) runs last from then on, on
+    the clusters not yet started and in fallbacks, with the members the selector's records saw time
+    out with it (`run_last_`; see MemberSchedule): on hub-heavy data, fGES at one low penalty ran away
+    on a cluster, then fGES at another on the same cluster and on the next one.
     """
 
     def __init__(self, members: list[dict[str, Any]] | None, time_limit: float | None = None,
@@ -182,29 +185,26 @@ class PEF:
             warnings.warn(extrapolation_note(selector, outside, n), stacklevel=3)
         return plans
 
-    def _run_limit(self, plan: dict[str, Any] | None, k: int) -> float | None:
+    def _run_limit(self, plan: dict[str, Any] | None, k: int, last: bool) -> float | None:
         """Member k's time limit on a cluster: `time_limit`, and under the runaway guard at most
-        `runaway` times its predicted seconds (at least RUNAWAY_FLOOR) while a later member remains."""
-        if not self.runaway or plan is None or "predicted_seconds" not in plan or plan["order"][-1] == k:
+        `runaway` times its predicted seconds (at least RUNAWAY_FLOOR) unless it is the `last` one left."""
+        if not self.runaway or plan is None or "predicted_seconds" not in plan or last:
             return self.time_limit
         guard = max(RUNAWAY_FLOOR, self.runaway * plan["predicted_seconds"][k])
         return guard if self.time_limit is None else min(self.time_limit, guard)
 
-    def _why(self, run: MemberRun, plan: dict[str, Any] | None, k: int) -> str:
+    def _why(self, run: MemberRun, plan: dict[str, Any] | None, k: int, limit: float | None) -> str:
         """A failed run's status, saying so when the runaway guard (not the user's limit) cut it."""
-        limit = self._run_limit(plan, k)
         if run.status == TIMED_OUT and limit is not None and limit != self.time_limit:
             return (f"cut by the runaway guard after {limit:.0f} s ({self.runaway:g}x its predicted "
                     f"{plan['predicted_seconds'][k]:g} s; runaway=0 turns the guard off)")
         return run.status + (f": {run.error}" if run.error else "")
 
-    def _fallback(self, runs: list[MemberRun | None], plan: dict[str, Any] | None,
-                  deadline: float | None) -> int | None:
-        """The next member to try on a cluster whose predicted members all failed or timed out: the
-        most probable one not yet run (None under `selection="all"`, when all ran, or past the deadline)."""
-        if plan is None or best_run(runs) is not None or (deadline is not None and time.time() > deadline):
-            return None
-        return next((k for k in plan["order"] if runs[k] is None), None)
+    def _run_last_note(self, c: int, size: int, k: int, newly: list[int]) -> str:
+        others = [str(self.members[j]) for j in newly if j != k]
+        return (f"member {self.members[k]} timed out on cluster {c} ({size} variables): from now on it runs last"
+                + (f", with {', '.join(others)}, which timed out with it on most of its clusters in the selector's "
+                   "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
         self.validate()
@@ -246,37 +246,36 @@ class PEF:
                       "member runs chosen")
         data = {c: (executor.scatter(cov, broadcast=False), tuple(variables[i] for i in searched[c]))
                 for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
-        runs: list[list[MemberRun | None]] = [[None] * len(self.members) for _ in clusters]
-        wave = [(c, k) for c, _ in jobs for k in plans[c][0]]
-        threads = executor.task_threads(len(wave))
-        pending = [len(p[0]) for p in plans]
-        done = 0
-        while wave:  # one wave under selection "all"; then fallbacks for clusters whose predicted runs all failed
-            known = {t: memory.runs[c, k] for t, (c, k) in enumerate(wave)
-                     if memory is not None and (c, k) in memory.runs}
-            todo = [t for t in range(len(wave)) if t not in known]
-            tasks = [(self.members[k], data[c][0], n, data[c][1], self._run_limit(plans[c][1], k), threads,
-                      deadline) for c, k in (wave[t] for t in todo)]
-            fresh = ((todo[t], run) for t, run in executor.run(run_member, tasks))
-            retry = []
-            for t, run in itertools.chain(known.items(), fresh):
-                c, k = wave[t]
-                runs[c][k] = run
-                # A run cut by the whole run's deadline is not this member's answer: run it again on resume.
-                if memory is not None and t not in known and (run.status != TIMED_OUT or deadline is None
-                                                              or time.time() <= deadline):
-                    memory.put(c, k, run)
-                pending[c] -= 1
-                if pending[c] == 0:
-                    k_next = self._fallback(runs[c], plans[c][1], deadline)
-                    if k_next is None:
-                        done += 1
-                    else:
-                        retry.append((c, k_next))
-                        pending[c] += 1
-                finished = sum(r is not None for rs in runs for r in rs)
-                show(f"estimation: member runs {finished}/{finished + sum(pending)}, clusters", done, len(clusters))
-            wave = retry
+        schedule = MemberSchedule(plans, [c for c, _ in jobs], len(self.members),
+                                  self._selector().timed_out_with if self.selection == "predicted" else None)
+        threads = executor.task_threads(len(schedule.queue))
+        limits: dict[tuple[int, int], float | None] = {}
+
+        def settle(c: int, k: int, run: MemberRun, fresh: bool) -> None:
+            late = fresh and deadline is not None and time.time() > deadline
+            # A run cut by the whole run's deadline is not this member's answer: run it again on resume.
+            if memory is not None and fresh and not (run.status == TIMED_OUT and late):
+                memory.put(c, k, run)
+            newly = schedule.settle(c, k, run, timed_out=run.status == TIMED_OUT and not late, fallback=not late)
+            if newly:
+                show.note(self._run_last_note(c, len(clusters[c]), k, newly))
+            show(f"estimation: member runs {schedule.ran}/{schedule.ran + schedule.waiting}, clusters",
+                 schedule.finished, len(clusters))
+
+        def draw() -> tuple[tuple[int, int], tuple] | None:
+            """The next run to start; runs an earlier (killed) process finished are taken from the checkpoint."""
+            while (step := schedule.next()) is not None:
+                c, k, last = step
+                limits[c, k] = self._run_limit(plans[c][1], k, last)
+                if memory is not None and (c, k) in memory.runs:
+                    settle(c, k, memory.runs[c, k], fresh=False)
+                    continue
+                return (c, k), (self.members[k], data[c][0], n, data[c][1], limits[c, k], threads, deadline)
+            return None
+
+        for (c, k), run in executor.run_drawn(run_member, draw):
+            settle(c, k, run, fresh=True)
+        runs = schedule.runs
         expired = deadline is not None and time.time() > deadline  # then one note, not a warning per run
         directed = []
         winners: list[int | None] = []
@@ -285,7 +284,7 @@ class PEF:
             winners.append(k)
             for j, r in enumerate(runs[c]):
                 if r is not None and r.status != OK and not expired:
-                    warnings.warn(f"cluster {c}: member {r.spec} {self._why(r, plans[c][1], j)}; skipped",
+                    warnings.warn(f"cluster {c}: member {r.spec} {self._why(r, plans[c][1], j, limits[c, j])}; skipped",
                                   stacklevel=2)
             if k is None:
                 if not expired:
@@ -299,8 +298,10 @@ class PEF:
         seconds["estimation"] = time.perf_counter() - start
         self.clusters_, self.cluster_runs_, self.winners_ = clusters, runs, winners
         self.selections_ = [None if plan is None else {**{k: v for k, v in plan.items() if k != "order"},
-                                                       "ran": [k for k in plan["order"] if r[k] is not None]}
-                            for (_, plan), r in zip(plans, runs)]
+                                                       "ran": [k for k in plan["order"] if r[k] is not None],
+                                                       **({"passed_over": over} if over else {})}
+                            for (_, plan), r, over in zip(plans, runs, schedule.passed_over)]
+        self.run_last_ = sorted(schedule.avoid)
         self.status_ = lost_status([r.status for c, w in enumerate(winners) if w is None for r in runs[c]
                                     if r is not None])
         self.dag_ = self.graph_ = self.fusion_stats_ = None
@@ -329,6 +330,7 @@ class PEF:
             "selection": self.selection,
             **({"selector": self._selector().describe(), "top_k": self.top_k} if self.selection == "predicted" else {}),
             "status": self.status_,
+            **({"run_last": [self.members[k] for k in self.run_last_]} if self.run_last_ else {}),
             "clusters": [{"size": int(len(idx)), "winner": w,
                           "runs": [{"member": self.members[k], "status": "not run"} if r is None else r.summary()
                                    for k, r in enumerate(runs)],

@@ -51,6 +51,11 @@ TARGETS = ("bic", "truth")
 FOREST = {"n_estimators": 300, "min_samples_leaf": 3, "max_features": "sqrt", "random_state": 0}
 PAIR_FOREST = {**FOREST, "n_estimators": 100}  # 28 pairs for 8 members: about the trees of 8 per-member forests
 SECONDS_FLOOR = 0.1  # log(seconds + floor): sub-second runs differ by noise, not by cost
+#: A member counts as timing out with another when the records saw it time out on at least this share
+#: of the clusters where the other did ...
+TIMED_OUT_WITH = 0.5
+#: ... and the other timed out on at least this many clusters (fewer say little).
+MIN_TIMEOUTS = 5
 
 
 def shipped_dir() -> Path:
@@ -186,6 +191,19 @@ class Selector:
             return None
         table = np.atleast_2d(np.asarray(features, dtype=np.float64))
         return np.exp(self.time_model_.predict(table).reshape(len(table), -1)) - SECONDS_FLOOR
+
+    def timed_out_with(self, k: int) -> list[int]:
+        """The members that timed out in the records on at least TIMED_OUT_WITH of the clusters where
+        member k did (k itself included). Their searches blow up on the same clusters (fGES at low
+        penalties on hubs), so where k ran away, they are the members to try last. Only a `truth`
+        selector knows its records' timeouts (censored Q); for `bic`, only k."""
+        if self.target != "truth":
+            return [k]
+        censored = np.isnan(self.y)
+        with_k = censored[censored[:, k]]
+        if len(with_k) < MIN_TIMEOUTS:
+            return [k]
+        return [j for j in range(len(self.portfolio)) if j == k or with_k[:, j].mean() >= TIMED_OUT_WITH]
 
     def outside(self, features: np.ndarray) -> list[list[str]]:
         """For each row of a (clusters x features) matrix, the features whose value lies outside the
