@@ -305,6 +305,24 @@ def test_dask_draws_each_task_when_a_worker_is_free_for_it():
         assert dict(executor.run_drawn(_slow_square, lambda: next(tasks, None))).keys() == {"a", "b"}
 
 
+def _busy_interval(_: int) -> tuple[float, float]:
+    start = time.time()
+    time.sleep(0.5)
+    return start, time.time()
+
+
+@pytest.mark.slow
+def test_dask_draws_onto_workers_that_join_during_the_run():
+    # SLURM worker jobs start when the queue lets them: a run begun on one worker must use the next.
+    with DaskExecutor(n_workers=1) as executor:
+        tasks = iter([(k, (k,)) for k in range(30)])
+        executor._cluster.scale(2)  # asked for now, up a few seconds later, while the run goes on
+        ran = dict(executor.run_drawn(_busy_interval, lambda: next(tasks, None)))
+    assert sorted(ran) == list(range(30))
+    intervals = sorted(ran.values())  # two tasks at once only if a second task was drawn for the new worker
+    assert any(later[0] < earlier[1] for earlier, later in zip(intervals, intervals[1:]))
+
+
 @pytest.mark.slow
 def test_a_dask_run_abandoned_between_results_closes_quietly_after_its_executor():
     # Ctrl-C between two results leaves the run's generator to the garbage collector, which may
