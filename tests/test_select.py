@@ -530,15 +530,16 @@ def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeyp
 def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_runs_last_after(monkeypatch):
     """The runaway guard: fGES is predicted best and fast; a run that outlasts runaway x its predicted
     seconds is cut (here: simulated as any fGES run given a limit), and PC-Stable, the last member
-    left, runs with no limit of the guard's. From then on fGES runs last: the other clusters start
-    with PC-Stable (under the guard, as fGES is still left behind it) and never need fGES."""
+    left, runs with no limit of the guard's. From then on fGES runs last on clusters at least half as
+    large: they start with PC-Stable (under the guard, as fGES is still left behind it) and never need
+    fGES; a cluster under half the size runs fGES first again."""
     from hpc.learners.ensemble import MemberRun, run_member
     from hpc.pef import pipeline
 
     limits = []
 
     def fges_outlasts_any_limit(spec, cov, n, variables, time_limit, *args):
-        limits.append((spec["method"], time_limit))
+        limits.append((spec["method"], len(variables), time_limit))
         if spec["method"] == "fges" and time_limit is not None:
             return MemberRun(dict(spec), "timed out", None, None, None, time_limit, None)
         return run_member(spec, cov, n, variables, time_limit, *args)
@@ -551,26 +552,32 @@ def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_r
     with pytest.warns(UserWarning, match=r"cut by the runaway guard after 1200 s \(600x its predicted 2 s"):
         pef = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=600).fit(
             problem.data, problem.variables)
+    sizes = sorted((len(c) for c in pef.clusters_), reverse=True)
+    assert sizes == [29, 25, 25, 21, 17, 11, 7]  # the order clusters start in (context off: sizes as searched)
     # 600 x the predicted 2 s is 1,200 s, over the 900 s floor; PC-Stable after it, the last one left, gets
-    # no guard; on the later clusters PC-Stable runs first, with fGES left behind it, so under 600 x 30 s
-    assert limits[:2] == [("fges", pytest.approx(1200.0, rel=0.05)), ("pc-stable", None)]
-    assert len(limits) == len(pef.clusters_) + 1
-    assert all(m == "pc-stable" and t == pytest.approx(18000.0, rel=0.05) for m, t in limits[2:])
-    assert pef.status_ == "ok" and set(pef.winners_) == {1} and pef.run_last_ == [0]
-    assert sorted(s["ran"] for s in pef.selections_) == [[0, 1]] + [[1]] * (len(pef.clusters_) - 1)
-    assert sum("passed_over" in s for s in pef.selections_) == len(pef.clusters_) - 1
-    assert pef.result_meta()["run_last"] == [PAIR[0]]
+    # no guard; PC-Stable first, with fGES left behind it, runs under 600 x 30 s. fGES is cut on 29 variables
+    # (run last from 15 up), then on 11 (from 6 up), so 7 starts with PC-Stable too.
+    cut, last, first = ("fges", 1200.0), ("pc-stable", None), ("pc-stable", 18000.0)
+    expected = [(29, cut), (29, last), (25, first), (25, first), (21, first), (17, first), (11, cut), (11, last),
+                (7, first)]
+    assert [(size, (m, t)) for m, size, t in limits] == [(size, (m, pytest.approx(t, rel=0.05) if t else t))
+                                                        for size, (m, t) in expected]
+    assert pef.status_ == "ok" and set(pef.winners_) == {1} and pef.run_last_ == {0: 5.5}
+    assert sorted(s["ran"] for s in pef.selections_) == [[0, 1]] * 2 + [[1]] * 5
+    assert sum("passed_over" in s for s in pef.selections_) == 5
+    assert pef.result_meta()["run_last"] == [{"member": PAIR[0], "on_clusters_from": 6}]
     limits.clear()
     off = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=0).fit(
         problem.data, problem.variables)
-    assert {t for m, t in limits} == {None} and set(off.winners_) == {0} and off.run_last_ == []
+    assert {t for _, _, t in limits} == {None} and set(off.winners_) == {0} and off.run_last_ == {}
     with pytest.raises(PsleError, match="runaway"):
         PEF(PAIR, selection="predicted", selector=fast_fges, runaway=0.5).validate()
 
 
-def test_a_timeout_sends_its_member_and_those_that_time_out_with_it_to_the_back_everywhere():
-    """MemberSchedule by hand: member 0 times out on cluster 0, and the records say 2 times out with it;
-    from then on both run after 1 and 3, on clusters not yet started and in every fallback."""
+def test_a_timeout_sends_its_member_and_those_that_time_out_with_it_to_the_back_on_clusters_as_large():
+    """MemberSchedule by hand: member 0 times out on cluster 0 (100 variables), and the records say 2
+    times out with it; from then on both run after 1 and 3 in fallbacks and on clusters of 50 or more
+    variables not yet started; cluster 2 (40 variables) runs its plan."""
     from hpc.learners.ensemble import MemberRun
     from hpc.pef.schedule import MemberSchedule
 
@@ -578,35 +585,37 @@ def test_a_timeout_sends_its_member_and_those_that_time_out_with_it_to_the_back_
         return MemberRun({}, status, None, None, -1.0 if status == "ok" else None, 1.0)
 
     plans = [([0], {"order": [0, 1, 2, 3]}), ([0], {"order": [0, 2, 1, 3]}), ([2], {"order": [2, 3, 0, 1]})]
-    schedule = MemberSchedule(plans, [0, 1, 2], 4, timed_out_with=lambda k: {0: [0, 2]}.get(k, [k]))
+    schedule = MemberSchedule(plans, [0, 1, 2], 4, [100, 60, 40], timed_out_with=lambda k: {0: [0, 2]}.get(k, [k]))
     assert schedule.next() == (0, 0, False)
-    assert schedule.settle(0, 0, run("timed out"), timed_out=True) == [0, 2]
+    assert schedule.settle(0, 0, run("timed out"), timed_out=True) == [0, 2] and schedule.avoid == {0: 50, 2: 50}
     assert schedule.next() == (0, 1, False)  # cluster 0's fallback skips 2, next in its order
-    assert schedule.next() == (1, 1, False) and schedule.next() == (2, 3, False)  # planned 0 and 2: passed over
-    assert schedule.next() is None and schedule.passed_over == [[], [0], [2]]
+    assert schedule.next() == (1, 1, False)  # planned 0, then 2 in its order: both passed over
+    assert schedule.next() == (2, 2, False)  # under half the size: as planned
+    assert schedule.next() is None and schedule.passed_over == [[], [0], []]
     schedule.settle(0, 1, run("ok"), timed_out=False)
-    schedule.settle(2, 3, run("ok"), timed_out=False)
+    schedule.settle(2, 2, run("ok"), timed_out=False)
     assert schedule.finished == 2 and schedule.waiting == 1
     schedule.settle(1, 1, run("failed"), timed_out=False)
     assert schedule.next() == (1, 3, False)  # the fallback: 3 before 0 and 2
     schedule.settle(1, 3, run("failed"), timed_out=False)
     assert schedule.next() == (1, 0, False)  # only members to run last are left: in the selector's order
-    schedule.settle(1, 0, run("failed"), timed_out=False)
+    assert schedule.settle(1, 0, run("timed out"), timed_out=True) == [0, 2]  # now from 30 variables up
+    assert schedule.avoid == {0: 30, 2: 30}
     assert schedule.next() == (1, 2, True)  # the last one left (so the runaway guard spares it)
     assert schedule.settle(1, 2, run("failed"), timed_out=False) == []
     assert schedule.next() is None and schedule.finished == 3 and schedule.ran == 7
     # Without the selector's plans (selection "all") nothing falls back and nothing moves.
-    every = MemberSchedule([([0, 1], None)], [0], 2, timed_out_with=lambda k: [0, 1])
+    every = MemberSchedule([([0, 1], None)], [0], 2, [10], timed_out_with=lambda k: [0, 1])
     assert [every.next(), every.next(), every.next()] == [(0, 0, False), (0, 1, False), None]
-    assert every.settle(0, 0, run("timed out"), timed_out=True) == [] and every.avoid == set()
+    assert every.settle(0, 0, run("timed out"), timed_out=True) == [] and every.avoid == {}
 
 
 def test_members_that_time_out_with_another_are_read_from_the_records_censoring():
-    y = np.array([[np.nan, np.nan, 1.0]] * 3 + [[np.nan, 1.0, np.nan]] * 2 + [[1.0, np.nan, 1.0]] * 4)
+    y = np.array([[np.nan, np.nan, 1.0]] * 4 + [[np.nan, 1.0, np.nan]] + [[1.0, np.nan, 1.0]] * 4)
     selector = Selector("truth", "trio", PAIR + [PAIR[0]], np.zeros((9, len(FEATURES))), y, np.ones(9))
-    # 0 timed out on 5 clusters, 1 with it on 3 (0.6), 2 on 2 (0.4); 1 timed out on 7, 0 with it on 3 (<0.5)
+    # 0 timed out on 5 clusters, 1 with it on 4 (0.8), 2 on 1; 1 timed out on 8, 0 on 4 of them (under two in three)
     assert selector.timed_out_with(0) == [0, 1] and selector.timed_out_with(1) == [1]
-    assert selector.timed_out_with(2) == [2]  # two timeouts say too little
+    assert selector.timed_out_with(2) == [2]  # one timeout says too little
     bic = Selector("bic", "trio", PAIR + [PAIR[0]], np.zeros((9, len(FEATURES))), np.nan_to_num(y), np.ones(9))
     assert bic.timed_out_with(0) == [0]
 

@@ -99,10 +99,11 @@ class PEF:
     `runaway` times its prediction (and at least RUNAWAY_FLOOR seconds) is cut so the next member
     runs, unless it is the last one left: on data unlike the selector's records the prediction can be
     far off (an fGES on a yeast cluster with a 129-neighbour hub, predicted 26 s, ran for 40 minutes).
-    0 turns that off. A member that times out (guard or `time_limit`) runs last from then on, on
-    the clusters not yet started and in fallbacks, with the members the selector's records saw time
-    out with it (`run_last_`; see MemberSchedule): on hub-heavy data, fGES at one low penalty ran away
-    on a cluster, then fGES at another on the same cluster and on the next one.
+    0 turns that off. A member that times out (guard or `time_limit`) runs last from then on, in
+    fallbacks and on the clusters not yet started that are at least half as large, with the members
+    the selector's records saw time out with it (`run_last_`: member -> smallest cluster size it runs
+    last on; see MemberSchedule): on hub-heavy data, fGES at one low penalty ran away on a cluster,
+    then fGES at another on the same cluster and on the next one.
     """
 
     def __init__(self, members: list[dict[str, Any]] | None, time_limit: float | None = None,
@@ -202,7 +203,8 @@ class PEF:
 
     def _run_last_note(self, c: int, size: int, k: int, newly: list[int]) -> str:
         others = [str(self.members[j]) for j in newly if j != k]
-        return (f"member {self.members[k]} timed out on cluster {c} ({size} variables): from now on it runs last"
+        return (f"member {self.members[k]} timed out on cluster {c} ({size} variables): from now on it runs last "
+                f"on clusters of {int(np.ceil(size / 2))}+ variables"
                 + (f", with {', '.join(others)}, which timed out with it on most of its clusters in the selector's "
                    "records" if others else ""))
 
@@ -246,7 +248,7 @@ class PEF:
                       "member runs chosen")
         data = {c: (executor.scatter(cov, broadcast=False), tuple(variables[i] for i in searched[c]))
                 for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
-        schedule = MemberSchedule(plans, [c for c, _ in jobs], len(self.members),
+        schedule = MemberSchedule(plans, [c for c, _ in jobs], len(self.members), [len(idx) for idx in clusters],
                                   self._selector().timed_out_with if self.selection == "predicted" else None)
         threads = executor.task_threads(len(schedule.queue))
         limits: dict[tuple[int, int], float | None] = {}
@@ -301,7 +303,7 @@ class PEF:
                                                        "ran": [k for k in plan["order"] if r[k] is not None],
                                                        **({"passed_over": over} if over else {})}
                             for (_, plan), r, over in zip(plans, runs, schedule.passed_over)]
-        self.run_last_ = sorted(schedule.avoid)
+        self.run_last_ = {k: schedule.avoid[k] for k in sorted(schedule.avoid)}
         self.status_ = lost_status([r.status for c, w in enumerate(winners) if w is None for r in runs[c]
                                     if r is not None])
         self.dag_ = self.graph_ = self.fusion_stats_ = None
@@ -330,7 +332,8 @@ class PEF:
             "selection": self.selection,
             **({"selector": self._selector().describe(), "top_k": self.top_k} if self.selection == "predicted" else {}),
             "status": self.status_,
-            **({"run_last": [self.members[k] for k in self.run_last_]} if self.run_last_ else {}),
+            **({"run_last": [{"member": self.members[k], "on_clusters_from": int(np.ceil(size))}
+                             for k, size in self.run_last_.items()]} if self.run_last_ else {}),
             "clusters": [{"size": int(len(idx)), "winner": w,
                           "runs": [{"member": self.members[k], "status": "not run"} if r is None else r.summary()
                                    for k, r in enumerate(runs)],

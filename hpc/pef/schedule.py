@@ -4,8 +4,9 @@ Each cluster starts with its planned members (every member, or the selector's to
 clusters first. Where a cluster's runs all fail or time out, its next member in the selector's
 order runs there (a fallback). A member that times out anywhere in the run is evidence about the
 data, not only about that cluster: with `timed_out_with` (the selector's records), it and the
-members that timed out with it in the records are run last from then on, on every cluster not yet
-started and in every fallback. Deciding as workers free up (not a wave at a time) is what lets a
+members that timed out with it in the records are run last from then on, in every fallback and on
+every cluster not yet started that is at least half that cluster's size (on much smaller clusters the
+same search finishes in a moment, and running a worse member there costs accuracy for nothing). Deciding as workers free up (not a wave at a time) is what lets a
 timeout on one cluster spare the clusters still waiting; the executor's `run_drawn` provides that.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from hpc.learners.ensemble import MemberRun, best_run
 
@@ -25,14 +28,16 @@ class MemberSchedule:
     selection's account, holding the full `order`, or None when every member runs and nothing falls
     back); `first` lists the clusters in the order to start them."""
 
-    def __init__(self, plans: list[Plan], first: list[int], members: int,
+    def __init__(self, plans: list[Plan], first: list[int], members: int, sizes: list[int],
                  timed_out_with: Callable[[int], list[int]] | None = None):
-        self.plans = plans
+        self.plans, self.sizes = plans, sizes
         self.runs: list[list[MemberRun | None]] = [[None] * members for _ in plans]
         self.queue = deque((c, k) for c in first for k in plans[c][0])
         self.started: list[set[int]] = [set() for _ in plans]
         self.outstanding = [len(members_) for members_, _ in plans]
-        self.avoid: set[int] = set()  # members to run last: they, or members they time out with, timed out here
+        # Members to run last, each on clusters of at least the size given: they, or members they time
+        # out with, timed out on a cluster of twice that size.
+        self.avoid: dict[int, float] = {}
         self.passed_over: list[list[int]] = [[] for _ in plans]
         self.finished = 0  # clusters with nothing more to run
         self.timed_out_with = timed_out_with
@@ -44,8 +49,8 @@ class MemberSchedule:
             return None
         c, k = self.queue.popleft()
         plan = self.plans[c][1]
-        if plan is not None and k in self.avoid:
-            instead = next((j for j in plan["order"] if j not in self.avoid and self._free(c, j)), None)
+        if plan is not None and self._avoided(c, k):
+            instead = next((j for j in plan["order"] if not self._avoided(c, j) and self._free(c, j)), None)
             if instead is not None:
                 self.passed_over[c].append(k)
                 k = instead
@@ -59,8 +64,8 @@ class MemberSchedule:
         self.runs[c][k] = run
         newly: list[int] = []
         if timed_out and self.timed_out_with is not None and self.plans[c][1] is not None:
-            newly = [j for j in self.timed_out_with(k) if j not in self.avoid]
-            self.avoid.update(newly)
+            newly = [j for j in self.timed_out_with(k) if self.avoid.get(j, np.inf) > self.sizes[c] / 2]
+            self.avoid.update({j: self.sizes[c] / 2 for j in newly})
         self.outstanding[c] -= 1
         if self.outstanding[c] == 0:
             k_next = self._fallback(c) if fallback else None
@@ -70,6 +75,9 @@ class MemberSchedule:
                 self.queue.appendleft((c, k_next))
                 self.outstanding[c] += 1
         return newly
+
+    def _avoided(self, c: int, j: int) -> bool:
+        return self.sizes[c] >= self.avoid.get(j, np.inf)
 
     def _free(self, c: int, j: int) -> bool:
         """Member j has not run, is not running and is not queued on cluster c."""
@@ -82,7 +90,7 @@ class MemberSchedule:
         if plan is None or best_run(self.runs[c]) is not None:
             return None
         free = [j for j in plan["order"] if self._free(c, j)]
-        return next((j for j in free if j not in self.avoid), free[0] if free else None)
+        return next((j for j in free if not self._avoided(c, j)), free[0] if free else None)
 
     @property
     def ran(self) -> int:
