@@ -6,8 +6,9 @@ order runs there (a fallback). A member that times out anywhere in the run is ev
 data, not only about that cluster: with `timed_out_with` (the selector's records), it and the
 members that timed out with it in the records are run last from then on, in every fallback and on
 every cluster not yet started that is at least half that cluster's size (on much smaller clusters the
-same search finishes in a moment, and running a worse member there costs accuracy for nothing). Deciding as workers free up (not a wave at a time) is what lets a
-timeout on one cluster spare the clusters still waiting; the executor's `run_drawn` provides that.
+same search finishes in a moment, and running a worse member there costs accuracy for nothing).
+Deciding as workers free up (not a wave at a time) is what lets a timeout on one cluster spare the
+clusters still waiting; the executor's `run_drawn` provides that.
 """
 
 from __future__ import annotations
