@@ -574,6 +574,51 @@ def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_r
         PEF(PAIR, selection="predicted", selector=fast_fges, runaway=0.5).validate()
 
 
+def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same_choices(monkeypatch, tmp_path):
+    """Killed after its first cluster's fGES run was cut, a run resumes with that timeout known: fGES runs last
+    on the clusters as large, as in a run never killed, and no finished run is repeated."""
+    from hpc.learners.ensemble import MemberRun, run_member
+    from hpc.pef import pipeline
+
+    calls = []
+
+    class Killed(Exception):
+        pass
+
+    def fges_outlasts_any_limit(spec, cov, n, variables, time_limit, *args):
+        if len(calls) == kill_at:
+            raise Killed
+        calls.append((spec["method"], len(variables)))
+        if spec["method"] == "fges" and time_limit is not None:
+            return MemberRun(dict(spec), "timed out", None, None, None, time_limit, None)
+        return run_member(spec, cov, n, variables, time_limit, *args)
+
+    monkeypatch.setattr(pipeline, "run_member", fges_outlasts_any_limit)
+    problem = benchmark_problem(120, 2, network="insurance")
+    x, y = np.zeros((3, len(FEATURES))), np.tile([1.5, 1.0], (3, 1))
+    fast_fges = Selector("truth", "pair", PAIR, x, y, np.ones(3), seconds=np.tile([2.0, 30.0], (3, 1)),
+                         tolerance=0.01)
+
+    def fit(path):
+        return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=600,
+                   checkpoint=str(path)).fit(problem.data, problem.variables)
+
+    kill_at = None
+    with pytest.warns(UserWarning):
+        whole = fit(tmp_path / "whole.h5")
+    uninterrupted = list(calls)
+    calls.clear()
+    kill_at = 3  # fGES cut on the largest cluster, PC-Stable there, PC-Stable on the next; then killed
+    with pytest.raises(Killed):
+        fit(tmp_path / "killed.h5")
+    kill_at = None
+    with pytest.warns(UserWarning):
+        resumed = fit(tmp_path / "killed.h5")
+    assert resumed.resumed_runs_ == 3 and calls == uninterrupted
+    assert resumed.selections_ == whole.selections_ and resumed.run_last_ == whole.run_last_
+    assert resumed.graph_ == whole.graph_
+
+
 def test_a_timeout_sends_its_member_and_those_that_time_out_with_it_to_the_back_on_clusters_as_large():
     """MemberSchedule by hand: member 0 times out on cluster 0 (100 variables), and the records say 2
     times out with it; from then on both run after 1 and 3 in fallbacks and on clusters of 50 or more
