@@ -205,7 +205,7 @@ class PEF:
         others = [str(self.members[j]) for j in newly if j != k]
         return (f"member {self.members[k]} timed out on cluster {c} ({size} variables): from now on it runs last "
                 f"on clusters of {int(np.ceil(size / 2))}+ variables"
-                + (f", with {', '.join(others)}, which timed out with it on most of its clusters in the selector's "
+                + (f", with {', '.join(others)}, which timed out on two in three of its clusters in the selector's "
                    "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:

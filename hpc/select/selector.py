@@ -54,7 +54,7 @@ SECONDS_FLOOR = 0.1  # log(seconds + floor): sub-second runs differ by noise, no
 #: A member counts as timing out with another when the records saw it time out on at least this share
 #: of the clusters where the other did: size alone gives about one half (on the records' clusters of
 #: 300+ variables each slow member timed out on 41-58 %), so only a clear majority says the two blow up
-#: together (fGES at penalties 5.87 and 2.54: 95 % and 87 %; BOSS 2.54 with fGES 2.54: 64 %) ...
+#: together (fGES 2.54 where fGES 5.87 did: 95 %, the reverse 87 %; BOSS 2.54 where fGES 2.54 did: 52 %) ...
 TIMED_OUT_WITH = 2 / 3
 #: ... and the other timed out on at least this many clusters (fewer say little).
 MIN_TIMEOUTS = 5
