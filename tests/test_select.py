@@ -527,28 +527,39 @@ def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeyp
     assert pef.graph_ == pc_only.graph_
 
 
+class Killed(Exception):
+    """The process dies here (a planted kill between two member runs)."""
+
+
+def _fges_that_runs_away(monkeypatch, calls: list, kill_at: list | None = None) -> tuple:
+    """Plant an fGES that outlasts any limit it is given (a run with a limit times out at it), recording
+    every member run as (method, variables, limit) in `calls`; with `kill_at` ([k]), the run after k calls
+    raises Killed instead. Returns the problem and a selector predicting fGES best and fast (2 s; PC 30 s)."""
+    from hpc.learners.ensemble import MemberRun, run_member
+    from hpc.pef import pipeline
+
+    def fges_outlasts_any_limit(spec, cov, n, variables, time_limit, *args):
+        if kill_at and len(calls) == kill_at[0]:
+            raise Killed
+        calls.append((spec["method"], len(variables), time_limit))
+        if spec["method"] == "fges" and time_limit is not None:
+            return MemberRun(dict(spec), "timed out", None, None, None, time_limit, None)
+        return run_member(spec, cov, n, variables, time_limit, *args)
+
+    monkeypatch.setattr(pipeline, "run_member", fges_outlasts_any_limit)
+    x, y = np.zeros((3, len(FEATURES))), np.tile([1.5, 1.0], (3, 1))
+    return (benchmark_problem(120, 2, network="insurance"),
+            Selector("truth", "pair", PAIR, x, y, np.ones(3), seconds=np.tile([2.0, 30.0], (3, 1)), tolerance=0.01))
+
+
 def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_runs_last_after(monkeypatch):
     """The runaway guard: fGES is predicted best and fast; a run that outlasts runaway x its predicted
     seconds is cut (here: simulated as any fGES run given a limit), and PC-Stable, the last member
     left, runs with no limit of the guard's. From then on fGES runs last on clusters at least half as
     large: they start with PC-Stable (under the guard, as fGES is still left behind it) and never need
     fGES; a cluster under half the size runs fGES first again."""
-    from hpc.learners.ensemble import MemberRun, run_member
-    from hpc.pef import pipeline
-
     limits = []
-
-    def fges_outlasts_any_limit(spec, cov, n, variables, time_limit, *args):
-        limits.append((spec["method"], len(variables), time_limit))
-        if spec["method"] == "fges" and time_limit is not None:
-            return MemberRun(dict(spec), "timed out", None, None, None, time_limit, None)
-        return run_member(spec, cov, n, variables, time_limit, *args)
-
-    monkeypatch.setattr(pipeline, "run_member", fges_outlasts_any_limit)
-    problem = benchmark_problem(120, 2, network="insurance")
-    x, y = np.zeros((3, len(FEATURES))), np.tile([1.5, 1.0], (3, 1))
-    fast_fges = Selector("truth", "pair", PAIR, x, y, np.ones(3), seconds=np.tile([2.0, 30.0], (3, 1)),
-                         tolerance=0.01)
+    problem, fast_fges = _fges_that_runs_away(monkeypatch, limits)
     with pytest.warns(UserWarning, match=r"cut by the runaway guard after 1200 s \(600x its predicted 2 s"):
         pef = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=600).fit(
             problem.data, problem.variables)
@@ -577,41 +588,21 @@ def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_r
 def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same_choices(monkeypatch, tmp_path):
     """Killed after its first cluster's fGES run was cut, a run resumes with that timeout known: fGES runs last
     on the clusters as large, as in a run never killed, and no finished run is repeated."""
-    from hpc.learners.ensemble import MemberRun, run_member
-    from hpc.pef import pipeline
-
-    calls = []
-
-    class Killed(Exception):
-        pass
-
-    def fges_outlasts_any_limit(spec, cov, n, variables, time_limit, *args):
-        if len(calls) == kill_at:
-            raise Killed
-        calls.append((spec["method"], len(variables)))
-        if spec["method"] == "fges" and time_limit is not None:
-            return MemberRun(dict(spec), "timed out", None, None, None, time_limit, None)
-        return run_member(spec, cov, n, variables, time_limit, *args)
-
-    monkeypatch.setattr(pipeline, "run_member", fges_outlasts_any_limit)
-    problem = benchmark_problem(120, 2, network="insurance")
-    x, y = np.zeros((3, len(FEATURES))), np.tile([1.5, 1.0], (3, 1))
-    fast_fges = Selector("truth", "pair", PAIR, x, y, np.ones(3), seconds=np.tile([2.0, 30.0], (3, 1)),
-                         tolerance=0.01)
+    calls, kill_at = [], []
+    problem, fast_fges = _fges_that_runs_away(monkeypatch, calls, kill_at)
 
     def fit(path):
         return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=600,
                    checkpoint=str(path)).fit(problem.data, problem.variables)
 
-    kill_at = None
     with pytest.warns(UserWarning):
         whole = fit(tmp_path / "whole.h5")
     uninterrupted = list(calls)
     calls.clear()
-    kill_at = 3  # fGES cut on the largest cluster, PC-Stable there, PC-Stable on the next; then killed
+    kill_at.append(3)  # fGES cut on the largest cluster, PC-Stable there, PC-Stable on the next; then killed
     with pytest.raises(Killed):
         fit(tmp_path / "killed.h5")
-    kill_at = None
+    kill_at.clear()
     with pytest.warns(UserWarning):
         resumed = fit(tmp_path / "killed.h5")
     assert resumed.resumed_runs_ == 3 and calls == uninterrupted
