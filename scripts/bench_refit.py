@@ -1,0 +1,133 @@
+"""Check a refit selector end to end without rerunning every test problem.
+
+A selector's run is deterministic given its first choice per cluster (the fallbacks matter only after a
+timeout), and every row's graph `meta` holds each cluster's features and what ran. So:
+
+    python scripts/bench_refit.py changed NEW.json DIR...
+        lists the rows (p-sle-truth, any selector) where NEW would run another member first: rerun those;
+    python scripts/bench_refit.py compare NEW.json RERUN_DIR DIR...
+        prints each rerun minus the row it replaces (the first DIR holding that dataset and seed), and NEW
+        against each dataset's best single member (p-fges-sparse, p-boss-sparse, p-boss-sle; any row under
+        bench/selection-results), taking for NEW the rerun or else a row whose choices it repeats exactly.
+
+Rows of a run where a member was demoted after a timeout (`run_last`) count as not repeatable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from hpc.select.features import FEATURES
+from hpc.select.selector import Selector, load_selector
+
+SINGLES = ("p-fges-sparse", "p-boss-sparse", "p-boss-sle")
+Key = tuple[str, int]  # (dataset folder, seed)
+
+
+def rows(dirs: list[str], methods: tuple[str, ...]) -> dict[tuple[str, str, int], tuple[dict, Path]]:
+    """Finished rows by (dataset, method, seed); the first directory given wins."""
+    out: dict[tuple[str, str, int], tuple[dict, Path]] = {}
+    for d in dirs:
+        for path in sorted(Path(d).rglob("seed*.json")):
+            if path.name.count(".") != 1 or ".hydra" in path.parts:
+                continue
+            row = json.loads(path.read_text())
+            if row["method"] in methods and row.get("status") == "ok":
+                out.setdefault((path.parent.name, row["method"], row["seed"]), (row, path))
+    return out
+
+
+def differing(selector: Selector, row_path: Path) -> list[tuple[int, int, int]] | None:
+    """(size, member run first, member `selector` would run first) per cluster where they differ;
+    None for a run whose choices cannot be replayed (a member demoted after a timeout)."""
+    meta = json.loads(row_path.with_suffix(".graph.json").read_text())["meta"]
+    if meta.get("selection") != "predicted" or meta.get("run_last"):
+        return None
+    chosen = [c for c in meta["clusters"] if "selection" in c]
+    x = np.array([[c["selection"]["features"][f] for f in FEATURES] for c in chosen])
+    orders = selector.orders(x)
+    return [(c["size"], c["selection"]["ran"][0], o[0]) for c, o in zip(chosen, orders)
+            if c["selection"]["ran"][0] != o[0]]
+
+
+def changed(selector: Selector, dirs: list[str]) -> None:
+    for (dataset, _, seed), (row, path) in sorted(rows(dirs, ("p-sle-truth",)).items()):
+        diff = differing(selector, path)
+        if diff is None or diff:
+            print(f"{dataset} seed {seed} ({row.get('selector', '?')[:7]}): "
+                  + ("run_last, rerun" if diff is None else f"{len(diff)} clusters (size, ran, new): {diff}"))
+
+
+def _se(x: np.ndarray) -> float:
+    return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def _cell(rs: list[dict]) -> str:
+    return (f"{np.mean([r['f1_adjacent'] for r in rs]):.3f} / {np.mean([r['f1_arrowhead'] for r in rs]):.3f} / "
+            f"{np.mean([r['shd'] for r in rs]):,.0f}")
+
+
+def compare(selector: Selector, rerun_dir: str, dirs: list[str]) -> None:
+    reran = {(d, s): r for (d, _, s), (r, _) in rows([rerun_dir], ("p-sle-truth",)).items()}
+    older = rows(dirs, ("p-sle-truth",))
+    print("| dataset | seeds rerun | replaced | F1-adj | F1-arrow | SHD |\n|---|---|---|---|---|---|")
+    by: dict[str, list[tuple[int, dict, dict]]] = defaultdict(list)
+    for (d, s), r in sorted(reran.items()):
+        if (d, "p-sle-truth", s) in older:
+            by[d].append((s, r, older[(d, "p-sle-truth", s)][0]))
+    for d, xs in by.items():
+        diff = {k: np.array([a[k] - b[k] for _, a, b in xs], dtype=float) for k in ("f1_adjacent", "f1_arrowhead", "shd")}
+        print(f"| {d} | {', '.join(str(s) for s, _, _ in xs)} | {', '.join(sorted({b['selector'][:7] for _, _, b in xs}))} | "
+              f"{diff['f1_adjacent'].mean():+.3f} ± {_se(diff['f1_adjacent']):.3f} | {diff['f1_arrowhead'].mean():+.3f} | "
+              f"{diff['shd'].mean():+.0f} ± {_se(diff['shd']):.0f} |")
+
+    chosen: dict[str, dict[int, dict]] = defaultdict(dict)
+    missing: dict[str, list[int]] = defaultdict(list)
+    for d, s in sorted(set(reran) | {(d, s) for d, _, s in older}):
+        if (d, s) in reran:
+            chosen[d][s] = reran[(d, s)]
+        elif differing(selector, older[(d, "p-sle-truth", s)][1]) == []:
+            chosen[d][s] = older[(d, "p-sle-truth", s)][0]
+        else:
+            missing[d].append(s)
+    singles = rows(["bench/selection-results"], SINGLES)
+    print("\n| dataset | seeds | refit | best single member | it minus the refit, F1-adj / SHD | not rerun |")
+    print("|---|---|---|---|---|---|")
+    for d, by_seed in sorted(chosen.items()):
+        seeds = sorted(by_seed)
+        best = max(([singles[(d, m, s)][0] for s in seeds] for m in SINGLES if all((d, m, s) in singles for s in seeds)),
+                   key=lambda rs: np.mean([r["f1_adjacent"] for r in rs]), default=None)
+        versus = ""
+        if best:
+            fa = np.array([b["f1_adjacent"] - by_seed[s]["f1_adjacent"] for b, s in zip(best, seeds)])
+            shd = np.array([b["shd"] - by_seed[s]["shd"] for b, s in zip(best, seeds)], dtype=float)
+            versus = f"{best[0]['method']}: {fa.mean():+.3f} ± {_se(fa):.3f} / {shd.mean():+.0f} ± {_se(shd):.0f}"
+        print(f"| {d} | {len(seeds)} | {_cell([by_seed[s] for s in seeds])} | {_cell(best) if best else ''} | {versus} | "
+              f"{', '.join(map(str, missing[d]))} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("changed", help="rows whose first choices the new selector would change")
+    c.add_argument("selector")
+    c.add_argument("dirs", nargs="+")
+    m = sub.add_parser("compare", help="reruns against the rows they replace and the best single member")
+    m.add_argument("selector")
+    m.add_argument("rerun_dir")
+    m.add_argument("dirs", nargs="+")
+    args = parser.parse_args()
+    selector = load_selector(args.selector)
+    if args.command == "changed":
+        changed(selector, args.dirs)
+    else:
+        compare(selector, args.rerun_dir, args.dirs)
+
+
+if __name__ == "__main__":
+    main()
