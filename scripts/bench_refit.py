@@ -26,7 +26,6 @@ from hpc.select.features import FEATURES
 from hpc.select.selector import Selector, load_selector
 
 SINGLES = ("p-fges-sparse", "p-boss-sparse", "p-boss-sle")
-Key = tuple[str, int]  # (dataset folder, seed)
 
 
 def rows(dirs: list[str], methods: tuple[str, ...]) -> dict[tuple[str, str, int], tuple[dict, Path]]:
