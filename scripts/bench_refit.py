@@ -3,8 +3,9 @@
 A selector's run is deterministic given its first choice per cluster (the fallbacks matter only after a
 timeout), and every row's graph `meta` holds each cluster's features and what ran. So:
 
-    python scripts/bench_refit.py changed NEW.json DIR...
-        lists the rows (p-sle-truth, any selector) where NEW would run another member first: rerun those;
+    python scripts/bench_refit.py changed NEW.json DIR... [--commands]
+        lists the rows (p-sle-truth, any selector) where NEW would run another member first: rerun those
+        (--commands: one psle-experiment line per dataset instead, to run under a fresh PSLE_RESULTS);
     python scripts/bench_refit.py compare NEW.json RERUN_DIR DIR...
         prints each rerun minus the row it replaces (the first DIR holding that dataset and seed), and NEW
         against each dataset's best single member (p-fges-sparse, p-boss-sparse, p-boss-sle; any row under
@@ -54,12 +55,33 @@ def differing(selector: Selector, row_path: Path) -> list[tuple[int, int, int]] 
             if c["selection"]["ran"][0] != o[0]]
 
 
-def changed(selector: Selector, dirs: list[str]) -> None:
+def rerun_command(row: dict, selector_path: str, seeds: list[int]) -> str:
+    """The psle-experiment line that reruns `row`'s dataset at `seeds` with the selector at `selector_path`."""
+    data = row["dataset"]
+    if row["experiment"] == "paper_table_1000":
+        dataset = [f"dataset.network={row['network']}"]
+    else:
+        dataset = [f"dataset={row['network']}", f"dataset.nodes={row['nodes']}", f"dataset.samples={data['samples']}",
+                   f"'dataset.weights=[{data['weights'][0]},{data['weights'][1]}]'"]
+        if "edges_per_node" in data:
+            dataset.append(f"dataset.edges_per_node={data['edges_per_node']}")
+    return " ".join(["psle-experiment -m progress=false", f"experiment={row['experiment']}", "method=p-sle-truth",
+                     f"method.selector={Path(selector_path).resolve()}", *dataset,
+                     f"seed={','.join(map(str, seeds))}", "executor.workers=1"])
+
+
+def changed(selector: Selector, selector_path: str, dirs: list[str], commands: bool) -> None:
+    todo: dict[str, tuple[dict, list[int]]] = {}
     for (dataset, _, seed), (row, path) in sorted(rows(dirs, ("p-sle-truth",)).items()):
         diff = differing(selector, path)
         if diff is None or diff:
-            print(f"{dataset} seed {seed} ({row.get('selector', '?')[:7]}): "
-                  + ("run_last, rerun" if diff is None else f"{len(diff)} clusters (size, ran, new): {diff}"))
+            todo.setdefault(dataset, (row, []))[1].append(seed)
+            if not commands:
+                print(f"{dataset} seed {seed} ({row.get('selector', '?')[:7]}): "
+                      + ("run_last, rerun" if diff is None else f"{len(diff)} clusters (size, ran, new): {diff}"))
+    if commands:
+        for row, seeds in todo.values():
+            print(rerun_command(row, selector_path, seeds))
 
 
 def _se(x: np.ndarray) -> float:
@@ -116,6 +138,7 @@ def main() -> None:
     c = sub.add_parser("changed", help="rows whose first choices the new selector would change")
     c.add_argument("selector")
     c.add_argument("dirs", nargs="+")
+    c.add_argument("--commands", action="store_true", help="print the psle-experiment lines that rerun them")
     m = sub.add_parser("compare", help="reruns against the rows they replace and the best single member")
     m.add_argument("selector")
     m.add_argument("rerun_dir")
@@ -123,7 +146,7 @@ def main() -> None:
     args = parser.parse_args()
     selector = load_selector(args.selector)
     if args.command == "changed":
-        changed(selector, args.dirs)
+        changed(selector, args.selector, args.dirs, args.commands)
     else:
         compare(selector, args.rerun_dir, args.dirs)
 
