@@ -57,14 +57,12 @@ def differing(selector: Selector, row_path: Path) -> list[tuple[int, int, int]] 
 
 def rerun_command(row: dict, selector_path: str, seeds: list[int]) -> str:
     """The psle-experiment line that reruns `row`'s dataset at `seeds` with the selector at `selector_path`."""
-    data = row["dataset"]
-    if row["experiment"] == "paper_table_1000":
-        dataset = [f"dataset.network={row['network']}"]
-    else:
-        dataset = [f"dataset={row['network']}", f"dataset.nodes={row['nodes']}", f"dataset.samples={data['samples']}",
-                   f"'dataset.weights=[{data['weights'][0]},{data['weights'][1]}]'"]
-        if "edges_per_node" in data:
-            dataset.append(f"dataset.edges_per_node={data['edges_per_node']}")
+    # The row's `dataset` holds every setting that is not part of the experiment's own name and size.
+    dataset = ([f"dataset.network={row['network']}"] if row["experiment"] == "paper_table_1000"
+               else [f"dataset={row['network']}", f"dataset.nodes={row['nodes']}"])
+    for key, value in row["dataset"].items():
+        dataset.append(f"'dataset.{key}=[{','.join(map(str, value))}]'" if isinstance(value, list)
+                       else f"dataset.{key}={value}")
     return " ".join(["psle-experiment -m progress=false", f"experiment={row['experiment']}", "method=p-sle-truth",
                      f"method.selector={Path(selector_path).resolve()}", *dataset,
                      f"seed={','.join(map(str, seeds))}", "executor.workers=1"])
@@ -95,12 +93,12 @@ def _cell(rs: list[dict]) -> str:
 
 def compare(selector: Selector, rerun_dir: str, dirs: list[str]) -> None:
     reran = {(d, s): r for (d, _, s), (r, _) in rows([rerun_dir], ("p-sle-truth",)).items()}
-    older = rows(dirs, ("p-sle-truth",))
+    older = {(d, s): found for (d, _, s), found in rows(dirs, ("p-sle-truth",)).items()}
     print("| dataset | seeds rerun | replaced | F1-adj | F1-arrow | SHD |\n|---|---|---|---|---|---|")
     by: dict[str, list[tuple[int, dict, dict]]] = defaultdict(list)
     for (d, s), r in sorted(reran.items()):
-        if (d, "p-sle-truth", s) in older:
-            by[d].append((s, r, older[(d, "p-sle-truth", s)][0]))
+        if (d, s) in older:
+            by[d].append((s, r, older[(d, s)][0]))
     for d, xs in by.items():
         diff = {k: np.array([a[k] - b[k] for _, a, b in xs], dtype=float) for k in ("f1_adjacent", "f1_arrowhead", "shd")}
         print(f"| {d} | {', '.join(str(s) for s, _, _ in xs)} | {', '.join(sorted({b['selector'][:7] for _, _, b in xs}))} | "
@@ -109,11 +107,11 @@ def compare(selector: Selector, rerun_dir: str, dirs: list[str]) -> None:
 
     chosen: dict[str, dict[int, dict]] = defaultdict(dict)
     missing: dict[str, list[int]] = defaultdict(list)
-    for d, s in sorted(set(reran) | {(d, s) for d, _, s in older}):
+    for d, s in sorted(set(reran) | set(older)):
         if (d, s) in reran:
             chosen[d][s] = reran[(d, s)]
-        elif differing(selector, older[(d, "p-sle-truth", s)][1]) == []:
-            chosen[d][s] = older[(d, "p-sle-truth", s)][0]
+        elif differing(selector, older[(d, s)][1]) == []:
+            chosen[d][s] = older[(d, s)][0]
         else:
             missing[d].append(s)
     singles = rows(["bench/selection-results"], SINGLES)
