@@ -9,7 +9,13 @@ timeout), and every row's graph `meta` holds each cluster's features and what ra
     python scripts/bench_refit.py compare NEW.json RERUN_DIR DIR...
         prints each rerun minus the row it replaces (the first DIR holding that dataset and seed), and NEW
         against each dataset's best single member (p-fges-sparse, p-boss-sparse, p-boss-sle; any row under
-        bench/selection-results), taking for NEW the rerun or else a row whose choices it repeats exactly.
+        bench/selection-results), taking for NEW the rerun or else a row whose choices it repeats exactly;
+    python scripts/bench_refit.py replay NEW.json DIR... [--pool DIR ...]
+        predicts, before any rerun, what NEW changes: for each cluster whose first choice changes, the
+        within-cluster Q (F1-adjacency + F1-arrowhead against the true subgraph) of the member run now and of
+        the member NEW would run, both read from committed graphs of that problem (any row under
+        bench/selection-results or --pool where that member's output became that cluster's subgraph).
+        Fusion and fallbacks are left out, so it screens candidates; reruns confirm the one to ship.
 
 Rows of a run where a member was demoted after a timeout (`run_last`) count as not repeatable.
 """
@@ -130,6 +136,60 @@ def compare(selector: Selector, rerun_dir: str, dirs: list[str]) -> None:
               f"{', '.join(map(str, missing[d]))} |")
 
 
+def cluster_outputs(pool: list[str]) -> dict[tuple[str, int], list[tuple[Path, dict[int, str]]]]:
+    """(dataset, seed) -> graphs of that problem, each with the member whose output became each cluster's
+    subgraph, by cluster size (sizes shared by two clusters of one problem are left out)."""
+    out: dict[tuple[str, int], list] = defaultdict(list)
+    for d in pool:
+        for path in sorted(Path(d).rglob("seed*.graph.json")):
+            if ".hydra" in path.parts:
+                continue
+            meta = json.loads(path.read_text())["meta"]
+            sizes = [c["size"] for c in meta.get("clusters", [])]
+            members = {c["size"]: json.dumps(c["runs"][c["winner"]]["member"], sort_keys=True)
+                       for c in meta.get("clusters", []) if c.get("winner") is not None and sizes.count(c["size"]) == 1}
+            out[(path.parent.name, int(path.name[4:].split(".")[0]))].append((path, members))
+    return out
+
+
+def replay(selector: Selector, dirs: list[str], pool: list[str]) -> None:
+    from bench_cluster_scores import problem_of
+    from hpc.graphs.io import read_json
+    from hpc.graphs.metrics import evaluate
+    from hpc.pef.partition import partition
+
+    graphs = cluster_outputs(["bench/selection-results", *pool])
+    label = [json.dumps(m, sort_keys=True) for m in selector.portfolio]
+    by: dict[str, list[tuple[int, float, int, int]]] = defaultdict(list)
+    for (dataset, _, seed), (row, path) in sorted(rows(dirs, ("p-sle-truth",)).items()):
+        diff = differing(selector, path)
+        if not diff:
+            continue
+        problem = problem_of(row)
+        clusters = {len(c): c for c in partition(np.asarray(problem.data))}
+        truth, cache = problem.truth, {}
+
+        def q(graph_path: Path, size: int) -> float:
+            if graph_path not in cache:
+                cache[graph_path] = read_json(graph_path)[0].reindexed(list(problem.variables))
+            m = evaluate(cache[graph_path].subgraph(clusters[size]), truth.subgraph(clusters[size]))
+            return m.f1_adjacent + m.f1_arrowhead
+
+        gain, unknown = 0.0, 0
+        for size, ran, new in diff:
+            source = next((g for g, members in graphs[(dataset, seed)] if members.get(size) == label[new]), None)
+            if source is None or size not in clusters:
+                unknown += 1
+                continue
+            gain += size / row["p"] * (q(source, size) - q(path.with_suffix(".graph.json"), size))
+        by[dataset].append((seed, gain, len(diff), unknown))
+    print("| dataset | seeds changed | clusters changed | of them unknown | size-weighted Q change, mean over the "
+          "seeds changed |\n|---|---|---|---|---|")
+    for dataset, xs in by.items():
+        print(f"| {dataset} | {', '.join(str(s) for s, *_ in xs)} | {sum(x[2] for x in xs)} | {sum(x[3] for x in xs)} | "
+              f"{np.mean([x[1] for x in xs]):+.4f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -141,10 +201,16 @@ def main() -> None:
     m.add_argument("selector")
     m.add_argument("rerun_dir")
     m.add_argument("dirs", nargs="+")
+    r = sub.add_parser("replay", help="predict the changes from committed graphs, before rerunning")
+    r.add_argument("selector")
+    r.add_argument("dirs", nargs="+")
+    r.add_argument("--pool", nargs="*", default=[], help="more result folders to read members' outputs from")
     args = parser.parse_args()
     selector = load_selector(args.selector)
     if args.command == "changed":
         changed(selector, args.selector, args.dirs, args.commands)
+    elif args.command == "replay":
+        replay(selector, args.dirs, args.pool)
     else:
         compare(selector, args.rerun_dir, args.dirs)
 
