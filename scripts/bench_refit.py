@@ -14,7 +14,8 @@ timeout), and every row's graph `meta` holds each cluster's features and what ra
         predicts, before any rerun, what NEW changes: for each cluster whose first choice changes, the
         within-cluster Q (F1-adjacency + F1-arrowhead against the true subgraph) of the member run now and of
         the member NEW would run, both read from committed graphs of that problem (any row under
-        bench/selection-results or --pool where that member's output became that cluster's subgraph).
+        bench/selection-results or --pool where that member's output became that cluster's subgraph; all of
+        them made with PEF's default settings).
         Fusion and fallbacks are left out, so it screens candidates; reruns confirm the one to ship.
 
 Rows of a run where a member was demoted after a timeout (`run_last`) count as not repeatable.
@@ -161,8 +162,11 @@ def replay(selector: Selector, dirs: list[str], pool: list[str]) -> None:
     graphs = cluster_outputs(["bench/selection-results", *pool])
     label = [json.dumps(m, sort_keys=True) for m in selector.portfolio]
     by: dict[str, list[tuple[int, float, int, int]]] = defaultdict(list)
+    demoted = []
     for (dataset, _, seed), (row, path) in sorted(rows(dirs, ("p-sle-truth",)).items()):
         diff = differing(selector, path)
+        if diff is None:
+            demoted.append(f"{dataset} seed {seed}")
         if not diff:
             continue
         problem = problem_of(row)
@@ -188,6 +192,8 @@ def replay(selector: Selector, dirs: list[str], pool: list[str]) -> None:
     for dataset, xs in by.items():
         print(f"| {dataset} | {', '.join(str(s) for s, *_ in xs)} | {sum(x[2] for x in xs)} | {sum(x[3] for x in xs)} | "
               f"{np.mean([x[1] for x in xs]):+.4f} |")
+    if demoted:
+        print(f"\nNot replayable (a member was demoted after a timeout; rerun them): {', '.join(demoted)}")
 
 
 def main() -> None:
