@@ -35,6 +35,12 @@ def problem_of(row: dict):
     return benchmark_problem(row["nodes"], row["seed"], **kind, **settings)
 
 
+def cluster_q(graph, truth, idx: np.ndarray) -> float:
+    """Q of `graph` inside the cluster `idx`, against the CPDAG of the true DAG's subgraph (as the records score)."""
+    m = evaluate(graph.subgraph(idx), truth.subgraph(idx))
+    return m.f1_adjacent + m.f1_arrowhead
+
+
 def member_label(spec: dict) -> str:
     if spec["method"] == "pc-stable":
         return f"PC a{spec['alpha']:g}"
@@ -72,8 +78,7 @@ def main() -> None:
             ran = first_runs(meta)
             cells = []
             for c in clusters:
-                m = evaluate(graph.subgraph(c), problem.truth.subgraph(c))
-                cells.append(f"{m.f1_adjacent + m.f1_arrowhead:.3f}" + (f" ({ran[len(c)]})" if len(c) in ran else ""))
+                cells.append(f"{cluster_q(graph, problem.truth, c):.3f}" + (f" ({ran[len(c)]})" if len(c) in ran else ""))
             print(f"  {row['method']:18s} {row['f1_adjacent']:.3f} | " + "  ".join(cells) + f"   {path.parent}")
 
 

@@ -154,9 +154,8 @@ def cluster_outputs(pool: list[str]) -> dict[tuple[str, int], list[tuple[Path, d
 
 
 def replay(selector: Selector, dirs: list[str], pool: list[str]) -> None:
-    from bench_cluster_scores import problem_of
+    from bench_cluster_scores import cluster_q, problem_of
     from hpc.graphs.io import read_json
-    from hpc.graphs.metrics import evaluate
     from hpc.pef.partition import partition
 
     graphs = cluster_outputs(["bench/selection-results", *pool])
@@ -176,8 +175,7 @@ def replay(selector: Selector, dirs: list[str], pool: list[str]) -> None:
         def q(graph_path: Path, size: int) -> float:
             if graph_path not in cache:
                 cache[graph_path] = read_json(graph_path)[0].reindexed(list(problem.variables))
-            m = evaluate(cache[graph_path].subgraph(clusters[size]), truth.subgraph(clusters[size]))
-            return m.f1_adjacent + m.f1_arrowhead
+            return cluster_q(cache[graph_path], truth, clusters[size])
 
         gain, unknown = 0.0, 0
         for size, ran, new in diff:
