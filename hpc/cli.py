@@ -304,6 +304,43 @@ def _selector_upgrade(args: argparse.Namespace) -> None:
           f"-> {args.output}", file=sys.stderr)
 
 
+def _selector_show(args: argparse.Namespace) -> None:
+    from hpc.select.selector import load_selector
+
+    summary = load_selector(args.selector).summary()
+    if args.json:
+        print(dumps(summary))
+        return
+    truth = summary["target"] == "truth"
+    prov = summary["provenance"]
+    rule = (f"runs the fastest member predicted within {summary['tolerance']:g} Q of the best" if summary["tolerance"]
+            else "runs the best-scored member")
+    print(f"{summary['target']} selector {summary['sha256'][:12]}: {len(summary['members'])} members of portfolio "
+          f"{summary['portfolio']!r}; {rule}")
+    low, high = summary["cluster_sizes"]
+    source = f" from {len(prov['records'])} records files" if prov.get("records") else ""
+    print(f"trained on {summary['clusters']:,} clusters of {low:,}-{high:,} variables{source}")
+    known = [f"{key}: {', '.join(_range_text(v) for v in prov[key])}" for key in ("families", "samples", "weights")
+             if prov.get(key)]
+    if known:
+        print("; ".join(known))
+    cols = ["member", "best on" if truth else "wins the BIC on"] + (["finished on", "mean Q there"] if truth else [])
+    cols += ["mean s"] if any("mean_seconds" in m for m in summary["members"]) else []
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    for m in summary["members"]:
+        cells = [member_repr(m["member"]), str(m["best_on"])]
+        if truth:
+            cells += [str(m["known_on"]), "-" if m["mean_q"] is None else f"{m['mean_q']:.3f}"]
+        if "mean_seconds" in m:
+            cells.append(f"{m['mean_seconds']:.1f}")
+        print("| " + " | ".join(cells) + " |")
+
+
+def _range_text(value: object) -> str:
+    """A provenance entry: a weight range [low, high] as low-high, anything else as itself."""
+    return "-".join(f"{v:g}" for v in value) if isinstance(value, list) else str(value)
+
+
 def _selector_score(args: argparse.Namespace) -> None:
     from hpc.select.evaluate import cross_validate, selection_quality
     from hpc.select.examples import load_examples
@@ -540,7 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--serial", action="store_true", help="no dask: run everything in this process")
     rc.set_defaults(func=_records)
 
-    se = sub.add_parser("selector", help="fit, upgrade or score a per-cluster member selector")
+    se = sub.add_parser("selector", help="fit, upgrade, show or score a per-cluster member selector")
     se_sub = se.add_subparsers(dest="selector_command", required=True)
     sf = se_sub.add_parser("fit", help="fit a selector (scikit-learn random forest) and write it as JSON")
     sf.add_argument("records", nargs="+", help="records files (psle records): shards, or other members "
@@ -560,6 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("selector", help="selector file (.json) of an older format version")
     su.add_argument("-o", "--output", required=True, help="new selector file (.json)")
     su.set_defaults(func=_selector_upgrade)
+    sw = se_sub.add_parser("show", help="what a selector chooses among, what it was trained on, and how each "
+                                        "member did on its training clusters")
+    sw.add_argument("selector", nargs="?", default="truth", help="a shipped name (truth, bic) or a .json file")
+    sw.add_argument("--json", action="store_true", help="print it as JSON")
+    sw.set_defaults(func=_selector_show)
     ss = se_sub.add_parser("score", help="selection quality on records: a given selector, or cross-validated")
     ss.add_argument("records", nargs="+", help="records files (psle records): shards, or other members "
                     "run on the same problems")

@@ -676,6 +676,37 @@ def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
     assert set(truth.provenance["families"]) == set(FAMILIES)  # every family the generator makes
 
 
+def test_a_selector_summary_counts_each_members_wins_where_it_finished():
+    """Three clusters of 10, 30 and 60 variables: member 0 best on the first two, member 1 on the third,
+    where member 0 timed out (unknown, not counted as finished or in its mean)."""
+    y = np.array([[1.5, 1.0], [1.2, 1.1], [np.nan, 1.4]])
+    seconds = np.array([[1.0, 2.0], [3.0, 4.0], [60.0, 9.0]])
+    sel = Selector("truth", "pair", PAIR, np.zeros((3, len(FEATURES))), y, np.array([10.0, 30.0, 60.0]),
+                   {"families": ["er"]}, seconds, 0.01)
+    summary = sel.summary()
+    assert summary["clusters"] == 3 and summary["cluster_sizes"] == [10, 60] and summary["tolerance"] == 0.01
+    first, second = summary["members"]
+    assert (first["best_on"], first["known_on"], second["best_on"], second["known_on"]) == (2, 2, 1, 3)
+    assert first["mean_q"] == pytest.approx((10 * 1.5 + 30 * 1.2) / 40)
+    assert second["mean_q"] == pytest.approx((10 * 1.0 + 30 * 1.1 + 60 * 1.4) / 100)
+    assert first["mean_seconds"] == pytest.approx(64 / 3) and second["mean_seconds"] == pytest.approx(5.0)
+
+
+def test_cli_selector_show_names_the_shipped_selector_its_training_and_every_member(tmp_path):
+    from hpc.cli import member_repr
+
+    truth = load_selector("truth")
+    out = subprocess.run([*PSLE, "selector", "show"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith(f"truth selector {truth.document()['sha256'][:12]}: 8 members of portfolio 'portfolio'")
+    assert f"trained on {len(truth.y):,} clusters" in out and "families: bnlearn" in out
+    assert all(f"| {member_repr(m)} |" in out for m in truth.portfolio)
+    doc = json.loads(subprocess.run([*PSLE, "selector", "show", "bic", "--json"], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert doc["target"] == "bic" and sum(m["best_on"] for m in doc["members"]) == doc["clusters"]
+    bad = subprocess.run([*PSLE, "selector", "show", str(tmp_path / "none.json")], capture_output=True, text=True)
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines()[-1].endswith("none.json: no such file")
+
+
 def test_random_families_get_every_density():
     problems = record_problems(RecordsConfig(families=("er", "hub"), problems_per_family=3))
     assert [p.edges_per_node for p in problems if p.family == "er"] == [1, 2, 3]

@@ -249,6 +249,28 @@ class Selector:
     def model_kind(self) -> str:
         return "RandomForestRegressor (one per member pair)" if self.target == "truth" else "RandomForestClassifier"
 
+    def summary(self) -> dict[str, Any]:
+        """What a user asks of a selector file before trusting it with their data: what it chooses among,
+        what it learnt from (cluster sizes, and from the provenance the records' families, sample sizes
+        and edge weights), and per member on how many clusters it was the best (ties to the first in the
+        portfolio), its size-weighted mean where it finished and its mean seconds (a timed-out run at the limit)."""
+        finished = np.isfinite(self.y)
+        best = np.where(finished, self.y, -np.inf).argmax(axis=1)
+        members = []
+        for k, spec in enumerate(self.portfolio):
+            row = {"member": spec, "best_on": int(((best == k) & finished.any(axis=1)).sum())}
+            if self.target == "truth":
+                known = finished[:, k]
+                row["known_on"] = int(known.sum())
+                row["mean_q"] = float(np.average(self.y[known, k], weights=self.w[known])) if known.any() else None
+            if self.seconds is not None:
+                row["mean_seconds"] = float(self.seconds[:, k].mean())
+            members.append(row)
+        return {"target": self.target, "sha256": self.document()["sha256"], "portfolio": self.portfolio_name,
+                "tolerance": self.tolerance, "clusters": len(self.y),
+                "cluster_sizes": [int(self.w.min()), int(self.w.max())], "provenance": self.provenance,
+                "members": members}
+
     def describe(self) -> dict[str, Any]:
         """What a graph's meta records of the selector that chose its members."""
         return {"target": self.target, "portfolio": self.portfolio_name, "clusters": len(self.y),
