@@ -472,7 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="library network to replicate: bnlearn's (e.g. alarm) or yeast (4,441 genes, one copy)")
     source.add_argument("--graph", choices=GRAPH_MODELS, help="random graph model instead (hub: a few nodes with 30 children or parents; "
                         "sbm: communities of 20-50 variables; plc: scale-free with triangles; geo: 2-D neighbourhoods; "
-                        "mosaic: blocks of 100-300 variables, each er, sf, ws or hub)")
+                        "mosaic: blocks of 100-300 variables, each er, sf, ws or hub; layer: edges only from each "
+                        "layer of 20-60 variables to the next)")
     gen.add_argument("--nodes", type=_whole(1), required=True, help="target number of variables")
     gen.add_argument("--seed", type=_whole(0), default=0)
     gen.add_argument("--samples", type=_whole(2), default=1000)

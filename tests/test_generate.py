@@ -217,7 +217,24 @@ def test_mosaic_blocks_are_other_models_joined_by_a_tenth_as_many_cross_edges():
     assert np.array_equal(again.directed, g.directed)
 
 
-@pytest.mark.parametrize("model", ["sbm", "plc", "geo", "mosaic"])
+def test_layered_model_is_a_cascade_whose_parents_are_never_adjacent():
+    """2 p edges, each between consecutive layers: the skeleton is bipartite (layers alternate sides), so
+    no two parents of a node are adjacent and every node with two parents is an unshielded collider."""
+    import networkx as nx
+
+    g = random_dag("layer", 1000, np.random.default_rng(5), edges_per_node=2)
+    assert is_dag(g) and g.n_edges == 2000
+    skeleton = nx.Graph(map(tuple, g.directed.tolist()))
+    assert nx.is_bipartite(skeleton)
+    parents = [set() for _ in range(g.p)]
+    for a, b in g.directed.tolist():
+        parents[b].add(a)
+    assert not any(skeleton.has_edge(a, b) for ps in parents for a in ps for b in ps if a < b)
+    assert sum(len(ps) >= 2 for ps in parents) > g.p / 2  # colliders everywhere, not at a few nodes
+    assert np.array_equal(random_dag("layer", 1000, np.random.default_rng(5), edges_per_node=2).directed, g.directed)
+
+
+@pytest.mark.parametrize("model", ["sbm", "plc", "geo", "mosaic", "layer"])
 def test_new_models_make_tiny_graphs_or_say_why_not(model):
     g = random_dag(model, 12, np.random.default_rng(0), edges_per_node=1)
     assert g.p == 12 and is_dag(g)

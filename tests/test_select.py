@@ -673,7 +673,9 @@ def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
     truth, bic = load_selector("truth"), load_selector("bic")
     assert truth.target == "truth" and truth.portfolio == load_sle("portfolio")[1]
     assert bic.target == "bic" and bic.portfolio == load_sle("learned")[1]
-    assert set(truth.provenance["families"]) == set(FAMILIES)  # every family the generator makes
+    # Every family the generator makes but `layer`, held out to measure how selection transfers
+    # (BENCHMARKS.md, "A family the selector never saw: layered cascades").
+    assert set(truth.provenance["families"]) == set(FAMILIES) - {"layer"}
 
 
 def test_a_selector_summary_counts_each_members_wins_where_it_finished():

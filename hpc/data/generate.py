@@ -21,7 +21,7 @@ from hpc.graphs.pdag import PDAG, pair_keys
 
 #: Bumped whenever the sequence of random draws changes (stored in problem files).
 GENERATOR_VERSION = 1
-GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc", "geo", "mosaic")
+GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc", "geo", "mosaic", "layer")
 #: Every kind of problem the generator makes: bnlearn replicas and the random graph models.
 FAMILIES = ("bnlearn", *GRAPH_MODELS)
 #: Children (out-hubs) or parents (in-hubs) of each hub in the `hub` model.
@@ -40,6 +40,8 @@ PLC_TRIANGLES = 0.5
 MOSAIC_BLOCK = (100, 300)
 MOSAIC_MODELS = ("er", "sf", "ws", "hub")
 MOSAIC_BETWEEN = 0.1
+#: Layer widths (inclusive range) in the `layer` model.
+LAYER_WIDTH = (20, 60)
 #: The paper's edge-weight magnitudes (low, high).
 WEIGHTS = (0.5, 1.0)
 
@@ -103,8 +105,8 @@ def _cross_pairs(rng: np.random.Generator, r: int, p0: int, count: int) -> np.nd
 def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_node: int = 2,
                rewire: float = 0.1) -> PDAG:
     """Erdős–Rényi (`er`), scale-free (`sf`), Watts–Strogatz (`ws`), hub-heavy (`hub`),
-    community-structured (`sbm`), clustered scale-free (`plc`), random geometric (`geo`) or mixed
-    (`mosaic`) DAG.
+    community-structured (`sbm`), clustered scale-free (`plc`), random geometric (`geo`), mixed
+    (`mosaic`) or layered (`layer`) DAG.
 
     ER and SF have exactly edges_per_node·p edges (SF grows from a complete graph on
     2·edges_per_node + 1 nodes); WS is a ring lattice of 2·edges_per_node neighbours with
@@ -119,8 +121,12 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
     that gives about edges_per_node·p edges: spatial neighbourhoods in two dimensions (many
     triangles, no hubs, no blocks), where `ws` is a ring. `mosaic` draws blocks of MOSAIC_BLOCK
     variables, each from a random one of MOSAIC_MODELS, and joins them with MOSAIC_BETWEEN as many
-    cross edges as the blocks hold: one network whose parts favour different learners.
-    Edges are oriented along a random permutation (mosaic: along an interleaving of its blocks').
+    cross edges as the blocks hold: one network whose parts favour different learners. `layer` stacks
+    layers of LAYER_WIDTH variables and draws edges_per_node·p edges, each from a variable to one in
+    the next layer: a cascade whose every node with two parents is an unshielded collider (no
+    triangles), so the CPDAG is almost fully oriented, unlike any other model's.
+    Edges are oriented along a random permutation (mosaic: along an interleaving of its blocks';
+    layer: from each layer to the next).
     """
     if n_nodes <= 0:
         raise PsleError(f"number of nodes must be positive, got {n_nodes}")
@@ -131,6 +137,8 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
     m = edges_per_node
     if model == "mosaic":
         return _mosaic(n_nodes, m, rng)
+    if model == "layer":
+        return _layered(n_nodes, m, rng)
     seed = int(rng.integers(2**31))
     if model == "er":
         graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
@@ -217,6 +225,31 @@ def _mosaic(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
         cross = pairs[np.sort(np.unique(keys, return_index=True)[1])][:count]
     cross = np.where((position[cross[:, 0]] < position[cross[:, 1]])[:, None], cross, cross[:, ::-1])
     return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), np.concatenate([inner, cross]).astype(np.int64))
+
+
+def _layered(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
+    """The `layer` model: widths drawn from LAYER_WIDTH (narrower below 80 variables; the last layer takes
+    the rest), m·p distinct
+    edges (fewer where consecutive layers cannot hold them), each between a uniformly drawn pair of
+    consecutive layers' variables, weighted by how many pairs the two layers hold; variable names are
+    shuffled so that a name says nothing of its layer."""
+    low = min(LAYER_WIDTH[0], max(1, n_nodes // 4))  # a small graph still gets a few layers
+    high = min(LAYER_WIDTH[1], max(low, n_nodes // 2))
+    widths: list[int] = []
+    while sum(widths) < n_nodes:
+        widths.append(min(int(rng.integers(low, high + 1)), n_nodes - sum(widths)))
+    starts = np.cumsum([0, *widths[:-1]])
+    pairs = np.array([a * b for a, b in zip(widths[:-1], widths[1:])], dtype=np.float64)
+    count = int(min(m * n_nodes, pairs.sum()))
+    label = rng.permutation(n_nodes)
+    edges = np.empty((0, 2), dtype=np.int64)
+    while len(edges) < count:
+        gap = rng.choice(len(pairs), size=2 * count, p=pairs / pairs.sum())
+        tail = starts[gap] + (rng.random(2 * count) * np.asarray(widths)[gap]).astype(np.int64)
+        head = starts[gap + 1] + (rng.random(2 * count) * np.asarray(widths)[gap + 1]).astype(np.int64)
+        edges = np.concatenate([edges, label[np.stack([tail, head], axis=1)]])
+        edges = edges[np.sort(np.unique(pair_keys(edges, n_nodes), return_index=True)[1])][:count]
+    return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges.astype(np.int64))
 
 
 def _hub_edges(n_nodes: int, rank: np.ndarray, rng: np.random.Generator) -> np.ndarray:
