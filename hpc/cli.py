@@ -255,7 +255,7 @@ def _records(args: argparse.Namespace) -> None:
     if args.min_nodes > args.max_nodes:
         raise PsleError(f"--min-nodes {args.min_nodes} is above --max-nodes {args.max_nodes}")
     _check_scheduler(args)
-    config = RecordsConfig(families=tuple(args.families), problems_per_family=args.problems_per_family,
+    config = RecordsConfig(families=_record_families(args), problems_per_family=args.problems_per_family,
                            min_nodes=args.min_nodes, max_nodes=args.max_nodes, samples=args.samples, seed=args.seed,
                            networks=tuple(args.networks or ()), time_limit=args.time_limit,
                            weights=tuple(args.weights))
@@ -267,6 +267,18 @@ def _records(args: argparse.Namespace) -> None:
         store = build_records(config, portfolio, args.output, executor, args.shard, Progress(min_interval=5))
     print(f"psle: {len(store.rows)} records ({len(store.done_problems)} problems, portfolio {name}) -> {args.output}",
           file=sys.stderr)
+
+
+def _record_families(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--families`, or left out: the families of the records file being resumed, so that a file begun
+    before the generator gained a family resumes as begun; every family for a new file."""
+    if args.families is not None:
+        return tuple(args.families)
+    if Path(args.output).is_file():
+        from hpc.select.records import read_records
+
+        return tuple(read_records(args.output)["settings"]["families"])
+    return FAMILIES
 
 
 def _tolerance(args: argparse.Namespace) -> float:
@@ -560,7 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("-o", "--output", required=True, help="records file (.h5); an existing one is resumed")
     rc.add_argument("--upgrade", metavar="OLD.h5", help="recompute the features of records an older psle made "
                                                         "(no member reruns) into a new -o file")
-    rc.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES, help="problem families")
+    rc.add_argument("--families", nargs="+", default=None, choices=FAMILIES,
+                    help="problem families (default: every one; resuming, those the file was begun with)")
     rc.add_argument("--problems-per-family", type=_whole(1), default=6)
     rc.add_argument("--min-nodes", type=_whole(1), default=500)
     rc.add_argument("--max-nodes", type=_whole(1), default=2000)

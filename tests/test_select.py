@@ -678,6 +678,25 @@ def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
     assert set(truth.provenance["families"]) == set(FAMILIES) - {"layer"}
 
 
+@pytest.mark.slow
+def test_cli_records_rerun_without_families_resumes_with_the_files_families(tmp_path):
+    """A file begun with some families is resumed by the same command without `--families` (as after
+    psle gained a family, which changes the default): it keeps its families and reruns nothing."""
+    portfolio = tmp_path / "pc.yaml"
+    portfolio.write_text("name: pc\nmembers: [{method: pc-stable, alpha: 0.05, depth: 1000, engine: numpy}]\n")
+    command = [*PSLE, "records", "-o", str(tmp_path / "r.h5"), "--portfolio", str(portfolio), "--serial",
+               "--problems-per-family", "1", "--min-nodes", "60", "--max-nodes", "80"]
+    subprocess.run([*command, "--families", "er", "sf"], check=True, capture_output=True)
+    before = read_records(tmp_path / "r.h5")
+    rerun = subprocess.run(command, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    after = read_records(tmp_path / "r.h5")
+    runs = lambda doc: [(r["key"], r["seconds"]) for r in doc["rows"]]  # noqa: E731  (a rerun has other seconds)
+    assert after["settings"]["families"] == ["er", "sf"] and runs(after) == runs(before) != []
+    other = subprocess.run([*command, "--families", "er"], capture_output=True, text=True)
+    assert other.returncode != 0 and "differ in: families" in other.stderr
+
+
 def test_a_selector_summary_counts_each_members_wins_where_it_finished():
     """Three clusters of 10, 30 and 60 variables: member 0 best on the first two, member 1 on the third,
     where member 0 timed out (unknown, not counted as finished or in its mean)."""
