@@ -20,27 +20,24 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import GroupKFold
 
-from hpc.select.evaluate import weighted_q
+from hpc.pef.pipeline import RUNAWAY_FLOOR
+from hpc.select.evaluate import play, weighted_q
 from hpc.select.examples import Example, load_examples
 from hpc.select.selector import FOREST, Selector, order_of
 
-GUARD_FLOOR = 900.0
 
-
-def play(example: Example, order: list[int], top: int) -> tuple[int, float, bool]:
-    """The member kept, the seconds spent (a timed-out run at the guard's floor), and whether the first run timed out."""
-    ran = list(order[:top])
-    while not example.ok[ran].any() and len(ran) < len(order):
-        ran.append(order[len(ran)])
-    ok = [k for k in ran if example.ok[k]]
-    kept = max(ok, key=lambda k: (example.bic[k], -k)) if ok else ran[0]
-    seconds = sum(GUARD_FLOOR if example.timed_out[k] else example.seconds[k] for k in ran)
-    return kept, float(seconds), bool(example.timed_out[order[0]])
+def played(example: Example, order: list[int], top: int) -> tuple[int, float, bool]:
+    """PEF's policy on one cluster with a timed-out run costing the guard's floor: the member kept, the
+    seconds spent, and whether the first run timed out."""
+    at_use = replace(example, seconds=np.where(example.timed_out, RUNAWAY_FLOOR, example.seconds))
+    kept, seconds = play(at_use, order, top)
+    return kept, seconds, bool(example.timed_out[order[0]])
 
 
 def policies(score: np.ndarray, seconds: np.ndarray, risk: np.ndarray, tolerance: float) -> dict[str, tuple[list[int], int]]:
@@ -71,7 +68,7 @@ def evaluate(examples: list[Example], splits, name: str, members: list, toleranc
                                 for p, c in zip(timeouts.predict_proba(x), timeouts.classes_)])
         for row, i in enumerate(test):
             for policy, (order, top) in policies(score[row], seconds[row], risk[row], tolerance).items():
-                out.setdefault(policy, [None] * len(examples))[i] = play(examples[i], order, top)
+                out.setdefault(policy, [None] * len(examples))[i] = played(examples[i], order, top)
     return out
 
 
