@@ -338,14 +338,22 @@ def _selector_show(args: argparse.Namespace) -> None:
         print("; ".join(known))
     cols = ["member", "best on" if truth else "wins the BIC on"] + (["finished on", "mean Q there"] if truth else [])
     cols += ["mean s"] if any("mean_seconds" in m for m in summary["members"]) else []
-    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    table = []
     for m in summary["members"]:
         cells = [member_repr(m["member"]), str(m["best_on"])]
         if truth:
             cells += [str(m["known_on"]), "-" if m["mean_q"] is None else f"{m['mean_q']:.3f}"]
         if "mean_seconds" in m:
             cells.append(f"{m['mean_seconds']:.1f}")
-        print("| " + " | ".join(cells) + " |")
+        table.append(cells)
+    _print_table(cols, table)
+
+
+def _print_table(cols: list[str], rows: list[list[str]]) -> None:
+    """A Markdown table on stdout: what `psle selector` prints, to read or paste into notes."""
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def _range_text(value: object) -> str:
@@ -371,9 +379,7 @@ def _selector_score(args: argparse.Namespace) -> None:
         return
     cols = ["held_out", "clusters", "picks_bic_winner", "picks_truth_winner", "q", "q_oracle", "q_bic_all",
             "q_best_single", "best_single", "member_seconds", "member_seconds_all"]
-    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
-    for row in rows:
-        print("| " + " | ".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in cols) + " |")
+    _print_table(cols, [[f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in cols] for row in rows])
 
 
 def _aggregate(args: argparse.Namespace) -> None:
