@@ -88,12 +88,12 @@ def main() -> None:
     for title, split in splits.items():
         print(f"\n{title}, {len(examples)} clusters\n\n| policy | Q | member s | first run timed out | "
               + " | ".join(families) + " |\n" + "|---" * (4 + len(families)) + "|")
-        for policy, played in evaluate(examples, split, name, members, args.tolerance).items():
-            kept = [k for k, _, _ in played]
+        for policy, outcomes in evaluate(examples, split, name, members, args.tolerance).items():
+            kept = [k for k, _, _ in outcomes]
             per = [weighted_q([examples[i] for i in index if examples[i].family == f],
                               [kept[i] for i in index if examples[i].family == f]) for f in families]
-            print(f"| {policy} | {weighted_q(examples, kept):.4f} | {sum(s for _, s, _ in played):,.0f} | "
-                  f"{sum(t for _, _, t in played)} | " + " | ".join(f"{q:.4f}" for q in per) + " |")
+            print(f"| {policy} | {weighted_q(examples, kept):.4f} | {sum(s for _, s, _ in outcomes):,.0f} | "
+                  f"{sum(t for _, _, t in outcomes)} | " + " | ".join(f"{q:.4f}" for q in per) + " |")
 
 
 if __name__ == "__main__":

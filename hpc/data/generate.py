@@ -229,24 +229,24 @@ def _mosaic(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
 
 def _layered(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
     """The `layer` model: widths drawn from LAYER_WIDTH (narrower below 80 variables; the last layer takes
-    the rest), m·p distinct
-    edges (fewer where consecutive layers cannot hold them), each between a uniformly drawn pair of
-    consecutive layers' variables, weighted by how many pairs the two layers hold; variable names are
-    shuffled so that a name says nothing of its layer."""
+    the rest), m·p distinct edges (fewer where consecutive layers cannot hold them), each between a
+    uniformly drawn pair of consecutive layers' variables, weighted by how many pairs the two layers
+    hold; variable names are shuffled so that a name says nothing of its layer."""
     low = min(LAYER_WIDTH[0], max(1, n_nodes // 4))  # a small graph still gets a few layers
     high = min(LAYER_WIDTH[1], max(low, n_nodes // 2))
-    widths: list[int] = []
-    while sum(widths) < n_nodes:
-        widths.append(min(int(rng.integers(low, high + 1)), n_nodes - sum(widths)))
+    drawn: list[int] = []
+    while sum(drawn) < n_nodes:
+        drawn.append(min(int(rng.integers(low, high + 1)), n_nodes - sum(drawn)))
+    widths = np.array(drawn, dtype=np.int64)
     starts = np.cumsum([0, *widths[:-1]])
-    pairs = np.array([a * b for a, b in zip(widths[:-1], widths[1:])], dtype=np.float64)
+    pairs = (widths[:-1] * widths[1:]).astype(np.float64)
     count = int(min(m * n_nodes, pairs.sum()))
     label = rng.permutation(n_nodes)
     edges = np.empty((0, 2), dtype=np.int64)
     while len(edges) < count:
         gap = rng.choice(len(pairs), size=2 * count, p=pairs / pairs.sum())
-        tail = starts[gap] + (rng.random(2 * count) * np.asarray(widths)[gap]).astype(np.int64)
-        head = starts[gap + 1] + (rng.random(2 * count) * np.asarray(widths)[gap + 1]).astype(np.int64)
+        tail = starts[gap] + (rng.random(2 * count) * widths[gap]).astype(np.int64)
+        head = starts[gap + 1] + (rng.random(2 * count) * widths[gap + 1]).astype(np.int64)
         edges = np.concatenate([edges, label[np.stack([tail, head], axis=1)]])
         edges = edges[np.sort(np.unique(pair_keys(edges, n_nodes), return_index=True)[1])][:count]
     return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges.astype(np.int64))
