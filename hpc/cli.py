@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hpc.data.generate import FAMILIES, GRAPH_MODELS
+from hpc.data.generate import FAMILIES, GRAPH_MODELS, ORDERS
 from hpc.errors import PsleError, one_line_warning
 from hpc.jsontext import dumps
 
@@ -33,7 +33,8 @@ def _generate(args: argparse.Namespace) -> None:
     check_output(args.output, PROBLEM_SUFFIXES, "a problem file")
     start = time.perf_counter()
     problem = benchmark_problem(args.nodes, args.seed, args.samples, network=args.network, graph=args.graph,
-                                edges_per_node=args.edges_per_node, rewire=args.rewire, weights=tuple(args.weights))
+                                edges_per_node=args.edges_per_node, rewire=args.rewire, weights=tuple(args.weights),
+                                order=args.order)
     write_problem(args.output, problem)
     name = args.network or args.graph
     print(f"{name}-{args.nodes} seed {args.seed}: {problem.p} variables, {len(problem.truth.directed)} edges, "
@@ -497,6 +498,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--samples", type=_whole(2), default=1000)
     gen.add_argument("--edges-per-node", type=_whole(1), default=2, help="random graphs: edges = this x nodes")
     gen.add_argument("--rewire", type=_probability, default=0.1, help="Watts-Strogatz rewiring probability")
+    gen.add_argument("--order", choices=ORDERS, default=ORDERS[0],
+                     help="column order of a replicated network: shuffled (seeded; the default, since a file's order "
+                          "says nothing about causes) or generator (replica by replica in the network's order, as in "
+                          "the paper, where most true edges point forward)")
     _weights_option(gen)
     gen.add_argument("-o", "--output", required=True, help="problem file to write (.h5)")
     gen.set_defaults(func=_generate)

@@ -217,8 +217,10 @@ class DaskExecutor(SerialExecutor):
                 self.client.cancel(list(running))
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
-        """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand."""
-        return self.client.scatter(obj, broadcast=broadcast)
+        """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand.
+        Keys are fresh, not content hashes: the same matrix scattered again by a later step must not share
+        a key with an earlier step's copy, whose release would cancel the later step's tasks."""
+        return self.client.scatter(obj, broadcast=broadcast, hash=False)
 
     def close(self) -> None:
         # Workers still heartbeating while the scheduler goes away log CommClosedError tracebacks:

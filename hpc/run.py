@@ -29,25 +29,24 @@ class MethodSpec:
 
 
 def pef_configs(options: dict[str, Any]):
-    """PartitionConfig and FusionConfig with `options` (names from either) applied and checked."""
+    """PartitionConfig, FusionConfig and RepairConfig with `options` (names from any) applied and checked."""
     from hpc.pef.fusion import FusionConfig
     from hpc.pef.partition import PartitionConfig
+    from hpc.pef.repair import RepairConfig
 
-    partition, fusion = PartitionConfig(), FusionConfig()
-    known = {f.name for f in fields(partition)}, {f.name for f in fields(fusion)}
+    configs = [PartitionConfig(), FusionConfig(), RepairConfig()]
+    known = [{f.name for f in fields(c)} for c in configs]
     for name, value in options.items():
-        if name in known[0]:
-            partition = replace(partition, **{name: value})
-        elif name in known[1]:
-            fusion = replace(fusion, **{name: value})
-        else:
-            raise PsleError(f"PEF setting {name}: unknown; known: {', '.join(sorted(known[0] | known[1]))}")
+        where = [k for k, names in enumerate(known) if name in names]
+        if not where:
+            raise PsleError(f"PEF setting {name}: unknown; known: {', '.join(sorted(set().union(*known)))}")
+        configs[where[0]] = replace(configs[where[0]], **{name: value})
     try:
-        partition.validate()
-        fusion.validate()
+        for config in configs:
+            config.validate()
     except PsleError as exc:
         raise PsleError(f"PEF setting {exc}") from None
-    return partition, fusion
+    return tuple(configs)
 
 
 def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limit: float | None = None,
@@ -68,8 +67,8 @@ def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limi
         raise PsleError(f"a run checkpoint applies to PEF methods (p-*), not {spec.name}")
     members = load_sle(spec.sle)[1] if spec.sle else None if spec.members is None else [dict(m) for m in spec.members]
     if spec.pef:
-        partition, fusion = pef_configs(spec.pef_options)
-        estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress,
+        partition, fusion, repair = pef_configs(spec.pef_options)
+        estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress, repair=repair,
                         wall_limit=wall_limit, selection=spec.selection, selector=spec.selector, top_k=spec.top_k,
                         **({} if spec.runaway is None else {"runaway": spec.runaway}),
                         checkpoint=None if checkpoint is None else str(checkpoint))

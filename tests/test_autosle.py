@@ -77,14 +77,25 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     assert garbage.read_bytes() == b"\x00" * 100  # refused, not overwritten
 
 
-def run_train(tmp: Path, name: str, kill_after: float | None = None) -> subprocess.CompletedProcess | None:
-    cmd = [PSLE, "train", *SMALL, "--workers", "2", "--checkpoint", str(tmp / f"{name}.h5"),
-           "-o", str(tmp / f"{name}.yaml")]
+def evaluations(checkpoint: Path) -> int:
+    """Evaluations a training checkpoint holds (0 before it exists)."""
+    try:
+        with h5py.File(checkpoint, "r") as f:
+            return len(f["evaluations/keys"])
+    except (OSError, KeyError):
+        return 0
+
+
+def run_train(tmp: Path, name: str, kill_at: int | None = None) -> subprocess.CompletedProcess | None:
+    """Train; with `kill_at`, SIGKILL the run once its checkpoint holds that many evaluations (an event,
+    not a moment, so the kill lands mid-training however fast the machine is)."""
+    checkpoint = tmp / f"{name}.h5"
+    cmd = [PSLE, "train", *SMALL, "--workers", "2", "--checkpoint", str(checkpoint), "-o", str(tmp / f"{name}.yaml")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    if kill_after is not None:
-        try:
-            proc.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
+    if kill_at is not None:
+        while proc.poll() is None and evaluations(checkpoint) < kill_at:
+            time.sleep(0.05)
+        if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # the trainer, its dask workers and their JVMs
             proc.wait()
             return None
@@ -101,10 +112,11 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(tmp_path):
     rounds = ref["training"]["rounds"]
     assert all(b["quality"] >= a["quality"] for a, b in zip(rounds, rounds[1:]))
 
-    rng = random.Random(7)
+    total = evaluations(tmp_path / "reference.h5")
+    assert total >= 4, "too few evaluations to kill the run three times mid-training"
     kills = 0
-    for _ in range(20):
-        result = run_train(tmp_path, "killed", kill_after=rng.uniform(3.0, 12.0) if kills < 3 else None)
+    for _ in range(4):  # three kills, each once one more evaluation is in the checkpoint, then a full run
+        result = run_train(tmp_path, "killed", evaluations(tmp_path / "killed.h5") + 1 if kills < 3 else None)
         if result is None:
             kills += 1
             continue

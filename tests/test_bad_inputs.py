@@ -122,7 +122,8 @@ def test_refused_in_one_line_with_nothing_written(work, argv, fragments):
 @pytest.mark.slow
 def test_a_run_in_which_every_cluster_lost_its_members_writes_nothing(work):
     before = snapshot(work)
-    run = psle("learn", "asia.h5", "--method", "p-sle", "--time-limit", "0.2", "--workers", "2", "-o", "g.json",
+    # 1 ms per member run: less than one round trip to the JVM worker and back, on any machine.
+    run = psle("learn", "asia.h5", "--method", "p-sle", "--time-limit", "0.001", "--workers", "2", "-o", "g.json",
                cwd=work)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     last = run.stderr.strip().splitlines()[-1]

@@ -230,15 +230,18 @@ def test_a_sweep_over_the_sample_size_runs_every_size_and_a_stale_row_is_refused
     assert run.returncode == 0, run.stderr[-3000:]
     small, default = (json.loads((tmp_path / "default" / "p-fges" / tag / "seed0.json").read_text())
                       for tag in ("asia-40-n60", "asia-40"))
-    assert small["dataset"] == {"samples": 60, "weights": [0.5, 1.0]}
-    assert default["dataset"] == {"samples": 1000, "weights": [0.5, 1.0]}
+    assert small["dataset"] == {"samples": 60, "weights": [0.5, 1.0], "order": "shuffled"}
+    assert default["dataset"] == {"samples": 1000, "weights": [0.5, 1.0], "order": "shuffled"}
     assert small["f1_adjacent"] != default["f1_adjacent"] and "skipped" not in run.stderr
     row = tmp_path / "default" / "p-fges" / "asia-40" / "seed0.json"
     same = ("executor.workers=1", "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0")
     # Rows from before the weights setting existed were made with the paper's weights: still this result.
-    row.write_text(json.dumps({**default, "dataset": {"samples": 1000}}))
+    row.write_text(json.dumps({**default, "dataset": {"samples": 1000, "order": "shuffled"}}))
     legacy = psle_experiment(tmp_path, *same)
     assert legacy.returncode == 0 and f"{row} exists; task skipped" in legacy.stderr
+    # Rows from before the order setting existed had the generator's column order: not the shuffled one asked.
+    row.write_text(json.dumps({**default, "dataset": {"samples": 1000, "weights": [0.5, 1.0]}}))
+    assert psle_experiment(tmp_path, *same).returncode != 0
     # A row written under other settings (here: edited) is not passed off as the one asked for.
     row.write_text(json.dumps({**default, "dataset": {"samples": 1000, "weights": [0.1, 0.3]}}))
     again = psle_experiment(tmp_path, *same)

@@ -13,6 +13,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import pdag_to_dag
 from hpc.graphs.metrics import evaluate
+from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners import FGES, PCStable, member_from_spec
 from hpc.learners.bic import bic, covariance, local_scores
@@ -65,6 +66,14 @@ def tetrad_graph_to_pdag(graph, names):
     return PDAG.from_named_edges(names, edges)
 
 
+def canonical_call(x):
+    """Data and Tetrad names as a learner's worker sees them (columns in the canonical order), and that order."""
+    from hpc.learners.tetrad import tetrad_name
+
+    canon = canonical_order(x)
+    return x[:, canon], [tetrad_name(k) for k in range(x.shape[1])], canon
+
+
 def test_fges_equals_a_direct_tetrad_call(alarm100, tetrad):
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore
@@ -89,10 +98,11 @@ def test_pc_stable_equals_a_direct_tetrad_call(alarm100, tetrad):
     from hpc.learners.tetrad import tetrad_name
 
     names = [tetrad_name(i) for i in range(alarm100.p)]
-    search = Pc(IndTestFisherZ(tetrad_dataset(alarm100.data, names), 0.05))
+    x, seen, canon = canonical_call(alarm100.data)
+    search = Pc(IndTestFisherZ(tetrad_dataset(x, seen), 0.05))
     search.setStable(True)
     search.setDepth(1000)
-    direct = tetrad_graph_to_pdag(search.search(), names)
+    direct = relabel(tetrad_graph_to_pdag(search.search(), seen), canon, tuple(names))
     assert PCStable(alpha=0.05, depth=1000, engine="tetrad").fit(alarm100.data, names).graph_ == direct
 
 
@@ -100,18 +110,21 @@ def test_boss_equals_a_direct_tetrad_call(child40, tetrad):
     from edu.cmu.tetrad.search import Boss, PermutationSearch
     from edu.cmu.tetrad.search.score import SemBicScore
 
-    from hpc.learners.tetrad import tetrad_name
+    from hpc.learners.bic import covariance
+    from hpc.learners.tetrad import covariance_matrix, tetrad_name
 
     names = [tetrad_name(i) for i in range(child40.p)]
-    score = SemBicScore(tetrad_dataset(child40.data, names), True)
+    x, seen, canon = canonical_call(child40.data)
+    score = SemBicScore(covariance_matrix(covariance(x), child40.n))  # as the member passes it (see GRaSP's)
     score.setPenaltyDiscount(2.0)
     boss = Boss(score)
     boss.setUseBes(True)
     boss.setNumStarts(2)
+    boss.setNumThreads(2)
     search = PermutationSearch(boss)
     search.setSeed(0)
-    direct = tetrad_graph_to_pdag(search.search(True), names)
-    ours = BOSS(penalty=2, use_bes=True, num_starts=2, threads=2).fit(child40.data, names)
+    direct = relabel(tetrad_graph_to_pdag(search.search(True), seen), canon, tuple(names))
+    ours = BOSS(penalty=2, use_bes=True, num_starts=2, start="columns", threads=2).fit(child40.data, names)
     assert ours.status_ == "ok" and ours.graph_ == direct and ours.graph_.n_edges > 20
 
 
@@ -126,17 +139,18 @@ def test_grasp_equals_a_direct_tetrad_call(child40, tetrad):
 
     problem = child40
     names = [tetrad_name(i) for i in range(problem.p)]
+    x, seen, canon = canonical_call(problem.data)
     # The score is built from the covariance, as the member passes it: one built from Tetrad's DataSet
     # gave another graph here (presumably last-digit differences in the covariance steering GRaSP's ties).
-    score = SemBicScore(covariance_matrix(covariance(problem.data), problem.n))
+    score = SemBicScore(covariance_matrix(covariance(x), problem.n))
     score.setPenaltyDiscount(2.0)
     grasp = Grasp(score)
     grasp.setDepth(2)
     grasp.setNumStarts(2)
     grasp.setSeed(0)
     grasp.bestOrder(score.getVariables())
-    direct = tetrad_graph_to_pdag(grasp.getGraph(True), names)
-    ours = GRaSP(penalty=2, depth=2, num_starts=2).fit(problem.data, names)
+    direct = relabel(tetrad_graph_to_pdag(grasp.getGraph(True), seen), canon, tuple(names))
+    ours = GRaSP(penalty=2, depth=2, num_starts=2, start="columns").fit(problem.data, names)
     assert ours.status_ == "ok" and ours.graph_ == direct and ours.graph_.n_edges > 20
 
 

@@ -485,11 +485,13 @@ def test_psle_learn_selects_per_cluster_by_default_but_runs_all_of_a_users_own_e
 def test_clusters_unlike_the_selectors_training_data_are_named_and_warned_about():
     import warnings
 
+    from hpc.graphs.order import canonical_order
     from hpc.pef.partition import PartitionConfig, partition
 
     seen = benchmark_problem(150, 3, network="insurance")  # 1,000 samples, as every training cluster
-    features = np.stack([cluster_features(covariance(seen.data[:, c]), seen.n)
-                         for c in partition(seen.data, PartitionConfig()) if len(c) > 1])
+    ordered = seen.data[:, canonical_order(seen.data)]  # PEF computes features in this column order
+    features = np.stack([cluster_features(covariance(ordered[:, c]), seen.n)
+                         for c in partition(ordered, PartitionConfig()) if len(c) > 1])
     selector = Selector("truth", "pair", PAIR, features, np.tile([1.5, 1.0], (len(features), 1)),
                         np.ones(len(features)))
     assert selector.outside(features) == [[]] * len(features)

@@ -19,8 +19,13 @@ from hpc.errors import PsleError
 from hpc.graphs.equivalence import topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
 
-#: Bumped whenever the sequence of random draws changes (stored in problem files).
-GENERATOR_VERSION = 1
+#: Bumped whenever the sequence of random draws changes (stored in problem files). Version 2 writes the
+#: bnlearn replicas' columns in a seeded random order (version 1's order is `order="generator"`).
+GENERATOR_VERSION = 2
+#: Column orders of a generated problem: "shuffled" (a seeded random permutation; a file's order says
+#: nothing about causes) or "generator" (replica by replica in the base network's order, as the paper's
+#: files were, where most true edges point forward: 95 % of Asia's, 62 % of Alarm's).
+ORDERS = ("shuffled", "generator")
 GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc", "geo", "mosaic", "layer")
 #: Every kind of problem the generator makes: bnlearn replicas and the random graph models.
 FAMILIES = ("bnlearn", *GRAPH_MODELS)
@@ -318,10 +323,24 @@ def sample(sem: SEM, n_samples: int, rng: np.random.Generator) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+def permute_problem(dag: PDAG, sem: SEM, data: np.ndarray, perm: np.ndarray) -> tuple[PDAG, SEM, np.ndarray]:
+    """The same problem with column j taken from column perm[j]: DAG, SEM weights and data alike."""
+    where = np.empty_like(perm)
+    where[perm] = np.arange(len(perm))
+    moved = where[dag.directed]
+    keep = np.lexsort((moved[:, 1], moved[:, 0]))  # PDAG sorts its edges: weights follow them
+    new = PDAG(tuple(dag.variables[i] for i in perm), moved)
+    return new, SEM(new, sem.weights[keep], sem.noise_sd[perm]), np.ascontiguousarray(data[:, perm])
+
+
 def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str | None = None,
                       graph: str | None = None, edges_per_node: int = 2, rewire: float = 0.1,
-                      weights: tuple[float, float] = WEIGHTS):
-    """A complete benchmark problem: replicated bnlearn `network`, or a random `graph` model."""
+                      weights: tuple[float, float] = WEIGHTS, order: str = "shuffled"):
+    """A complete benchmark problem: replicated bnlearn `network`, or a random `graph` model.
+
+    The random models already label their variables at random; a replica's columns are permuted after
+    sampling with a generator of their own, so `order` changes only the column order, never the draws.
+    """
     from hpc import __version__
     from hpc.data.networks import load_network
     from hpc.data.problem import Problem
@@ -330,6 +349,8 @@ def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str |
         raise PsleError("give exactly one of a network name or a graph model")
     if samples < 2:
         raise PsleError(f"number of samples must be at least 2, got {samples}")
+    if order not in ORDERS:
+        raise PsleError(f"column order must be one of {', '.join(ORDERS)}, got {order!r}")
     lo, hi = check_weights(weights)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise PsleError(f"seed must be a whole number >= 0, got {seed!r}")
@@ -345,6 +366,10 @@ def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str |
             attrs["rewire"] = rewire
     sem = random_sem(dag, rng, (lo, hi))
     data = sample(sem, samples, rng)
+    if network is not None and order == "shuffled":
+        perm = np.random.default_rng([seed, 1]).permutation(dag.p)
+        dag, sem, data = permute_problem(dag, sem, data, perm)
+    attrs |= {"column_order": order} if network is not None else {}
     attrs |= {"weight_low": lo, "weight_high": hi, "seed": seed, "nodes_requested": nodes, "samples": samples,
               "generator_version": GENERATOR_VERSION, "psle_version": __version__}
     return Problem(data, dag.variables, dag, sem.weights, sem.noise_sd, attrs)

@@ -21,7 +21,7 @@ from hpc.jsontext import dumps
 
 # How the generated data's settings appear in a result's folder name when they differ from the family's
 # shipped config (conf/dataset/<kind>.yaml): `er-1000-n300` is er-1000 with 300 samples.
-SHORT = {"samples": "n", "edges_per_node": "epn", "rewire": "rewire", "weights": "w"}
+SHORT = {"samples": "n", "order": "order-", "edges_per_node": "epn", "rewire": "rewire", "weights": "w"}
 
 
 def data_settings(ds: Any) -> dict[str, Any]:
@@ -29,7 +29,9 @@ def data_settings(ds: Any) -> dict[str, Any]:
     from hpc.data.generate import WEIGHTS, check_weights
 
     out = {"samples": ds.samples, "weights": list(check_weights(ds.get("weights", WEIGHTS)))}
-    if ds.kind != "bnlearn":
+    if ds.kind == "bnlearn":
+        out["order"] = str(ds.get("order", "shuffled"))
+    else:
         out["edges_per_node"] = ds.get("edges_per_node", 2)
         if ds.kind == "ws":
             out["rewire"] = ds.get("rewire", 0.1)
@@ -119,8 +121,10 @@ def learn_task(cfg: Any) -> dict[str, Any]:
     asked = None if cfg.dataset.kind == "file" else data_settings(cfg.dataset)
     if out.is_file():
         row = json.loads(out.read_text())
-        # Rows from before the weights setting existed were all made with the paper's weights.
-        if asked is not None and {"weights": list(WEIGHTS), **row.get("dataset", asked)} != asked:
+        # Rows from before the weights setting existed were all made with the paper's weights, and replicas
+        # from before the order setting existed in the generator's order.
+        legacy = {"weights": list(WEIGHTS), **({"order": "generator"} if asked and "order" in asked else {})}
+        if asked is not None and {**legacy, **row.get("dataset", asked)} != asked:
             raise PsleError(f"{out} holds a result for dataset settings {row['dataset']}, not the {asked} asked; "
                             "move it away or write elsewhere (results_dir=...)")
         print(f"psle: {out} exists; task skipped (delete it to run again)", file=sys.stderr, flush=True)

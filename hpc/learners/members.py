@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hpc.errors import PsleError
+from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
 from hpc.learners.tetrad import user_names
@@ -133,14 +134,18 @@ class Member:
         raise NotImplementedError
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> Member:
-        """Learn a CPDAG from an n x p data matrix (rows = samples)."""
+        """Learn a CPDAG from an n x p data matrix (rows = samples); the same graph in any column order."""
         from hpc.data.tabular import check_learnable
 
         x = np.asarray(x, dtype=np.float64)
         variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
         self.validate()
         check_learnable(x, variables)
-        return self.fit_covariance(covariance(x), x.shape[0], variables)
+        xc, names, order = canonical_columns(x, variables)
+        self.fit_covariance(covariance(xc), x.shape[0], names)
+        if self.graph_ is not None:
+            self.graph_ = relabel(self.graph_, order, variables)
+        return self
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> Member:
         """Learn from a covariance matrix (divisor n - 1) and sample size: what PEF and the SLE pass."""
@@ -168,6 +173,11 @@ class Member:
 
 
 PENALTY_DOC = "BIC penalty discount λ (SemBicScore)"
+#: Where an order search starts. On Alarm-1000 with shuffled columns (seed 100), BOSS λ 2.54 from a
+#: faithful fGES's order: F1-adjacency 0.945, F1-arrowhead 0.906, SHD 238 in 193 s; from the columns'
+#: order: 0.914 / 0.807 / 456 in 333 s.
+START = Param("start", str, "fges", choices=("fges", "columns"), searched=False,
+              doc="first order: a topological order of a faithful fGES's graph, or the (data-derived) column order")
 
 
 class FGES(Member):
@@ -220,11 +230,12 @@ class BOSS(Member):
     multithreaded = True
     params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),
-              Param("use_bes", bool, False, doc="finish with a backward equivalence search"))
+              Param("use_bes", bool, False, doc="finish with a backward equivalence search"),
+              START)
 
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"penalty": float(self.penalty), "num_starts": int(self.num_starts), "use_bes": bool(self.use_bes),
-                "threads": int(self.threads)}
+                "start": str(self.start), "threads": int(self.threads)}
 
 
 class GRaSP(Member):
@@ -234,10 +245,12 @@ class GRaSP(Member):
     runner = "hpc.learners.tetrad:run_grasp"
     params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("depth", int, 3, 1, 5, doc="depth of the tuck search"),
-              Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"))
+              Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),
+              START)
 
     def _runner_kwargs(self) -> dict[str, Any]:
-        return {"penalty": float(self.penalty), "depth": int(self.depth), "num_starts": int(self.num_starts)}
+        return {"penalty": float(self.penalty), "depth": int(self.depth), "num_starts": int(self.num_starts),
+                "start": str(self.start)}
 
 
 MEMBERS: dict[str, type[Member]] = {cls.method: cls for cls in (FGES, PCStable, BOSS, GRaSP)}

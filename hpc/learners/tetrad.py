@@ -71,6 +71,52 @@ def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfuln
     return graph_to_arrays(search.search(), cov.shape[0])
 
 
+def data_set(x: np.ndarray):
+    """A Tetrad DataSet over synthetic variables: scores then compute covariances of the few
+    variables each evaluation needs, so memory grows with n * p, not p^2."""
+    from edu.cmu.tetrad.data import BoxDataSet, ContinuousVariable, DoubleDataBox
+    from java.util import ArrayList
+    from jpype import JArray, JDouble
+
+    nodes = ArrayList()
+    for i in range(x.shape[1]):
+        nodes.add(ContinuousVariable(tetrad_name(i)))
+    return BoxDataSet(DoubleDataBox(JArray(JDouble, 2)(np.ascontiguousarray(x, dtype=np.float64))), nodes)
+
+
+def _graph(nodes, directed: np.ndarray, undirected: np.ndarray):
+    from edu.cmu.tetrad.graph import EdgeListGraph
+
+    graph = EdgeListGraph(nodes)
+    for a, b in np.asarray(directed).tolist():
+        graph.addDirectedEdge(nodes.get(a), nodes.get(b))
+    for a, b in np.asarray(undirected).tolist():
+        graph.addUndirectedEdge(nodes.get(a), nodes.get(b))
+    return graph
+
+
+def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undirected: np.ndarray,
+                     pairs: np.ndarray, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """fGES (faithfulness assumed) over all columns of `x`, started from the PDAG (`directed`,
+    `undirected`) and adding edges only between `pairs` (Fges's bound graph); it may remove any edge."""
+    start_jvm()
+    from edu.cmu.tetrad.search import Fges
+    from edu.cmu.tetrad.search.score import SemBicScore
+
+    data = data_set(x)
+    score = SemBicScore(data, False)  # this constructor leaves the penalty unset: set it
+    score.setPenaltyDiscount(float(penalty))
+    nodes = data.getVariables()
+    search = Fges(score)
+    search.setFaithfulnessAssumed(True)
+    search.setMaxDegree(-1)
+    search.setNumThreads(int(threads))
+    search.setVerbose(False)
+    search.setBoundGraph(_graph(nodes, np.empty((0, 2), dtype=np.int64), pairs))
+    search.setInitialGraph(_graph(nodes, directed, undirected))
+    return graph_to_arrays(search.search(), x.shape[1])
+
+
 def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
     start_jvm()
     from edu.cmu.tetrad.search import Pc
@@ -97,33 +143,62 @@ def _sem_bic(cov: np.ndarray, n: int, penalty: float):
     return score
 
 
-def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool,
+def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: int = 1) -> np.ndarray:
+    """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
+    faithful fGES (same penalty) finds, so the search starts near a good order whatever the column
+    order; "columns": the order of `cov`'s columns (the learners' data-derived canonical order)."""
+    from hpc.graphs.equivalence import pdag_to_dag, topological_order
+    from hpc.graphs.pdag import PDAG
+
+    if start == "columns":
+        return np.arange(cov.shape[0])
+    directed, undirected = run_fges(cov, n, penalty, -1, True, threads)
+    names = tuple(str(i) for i in range(cov.shape[0]))
+    return topological_order(pdag_to_dag(PDAG(names, directed, undirected), strict=False))
+
+
+def _in_order(search, cov: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run `search(cov reordered)` and give its edges back in `cov`'s indices."""
+    directed, undirected = search(np.ascontiguousarray(cov[np.ix_(order, order)]))
+    return order[directed], order[undirected]
+
+
+def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool, start: str = "fges",
              threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
-    count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable."""
+    count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
+    start is the given order (see start_order)."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
 
-    boss = Boss(_sem_bic(cov, n, penalty))
-    boss.setUseBes(bool(use_bes))
-    boss.setNumStarts(int(num_starts))
-    boss.setNumThreads(int(threads))
-    boss.setVerbose(False)
-    search = PermutationSearch(boss)
-    search.setSeed(0)
-    return graph_to_arrays(search.search(True), cov.shape[0])
+    def search(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        boss = Boss(_sem_bic(c, n, penalty))
+        boss.setUseBes(bool(use_bes))
+        boss.setNumStarts(int(num_starts))
+        boss.setNumThreads(int(threads))
+        boss.setVerbose(False)
+        permutation = PermutationSearch(boss)
+        permutation.setSeed(0)
+        return graph_to_arrays(permutation.search(True), c.shape[0])
+
+    return _in_order(search, cov, start_order(cov, n, penalty, start, threads))
 
 
-def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: int) -> tuple[np.ndarray, np.ndarray]:
-    """GRaSP (greedy relaxations of the sparsest permutation) with Tetrad's SemBicScore; seeded."""
+def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: int,
+              start: str = "fges") -> tuple[np.ndarray, np.ndarray]:
+    """GRaSP (greedy relaxations of the sparsest permutation) with Tetrad's SemBicScore; seeded; its
+    first start is the given order (see start_order)."""
     start_jvm()
     from edu.cmu.tetrad.search import Grasp
 
-    score = _sem_bic(cov, n, penalty)
-    grasp = Grasp(score)
-    grasp.setDepth(int(depth))
-    grasp.setNumStarts(int(num_starts))
-    grasp.setSeed(0)
-    grasp.setVerbose(False)
-    grasp.bestOrder(score.getVariables())
-    return graph_to_arrays(grasp.getGraph(True), cov.shape[0])
+    def search(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        score = _sem_bic(c, n, penalty)
+        grasp = Grasp(score)
+        grasp.setDepth(int(depth))
+        grasp.setNumStarts(int(num_starts))
+        grasp.setSeed(0)
+        grasp.setVerbose(False)
+        grasp.bestOrder(score.getVariables())
+        return graph_to_arrays(grasp.getGraph(True), c.shape[0])
+
+    return _in_order(search, cov, start_order(cov, n, penalty, start))

@@ -33,7 +33,10 @@ from hpc.h5read import read_h5
 from hpc.learners.ensemble import MemberRun
 
 FORMAT = "psle-learn-checkpoint"
-VERSION = 3  # 2 adds the count of recorded runs, 3 fusion's screened blocks; versions 1 and 2 still load
+#: 2 added the count of recorded runs, 3 fusion's screened blocks, 4 the repair's rounds and the data in its
+#: canonical column order (hpc.graphs.order). Versions 1-3 hold runs made in the file's column order, so
+#: they are refused with a message saying so, rather than resumed into a different order.
+VERSION = 4
 
 Screened = tuple[np.ndarray, np.ndarray, int]  # F1 of one cluster pair: pairs found, their p-values, pairs tested
 
@@ -44,14 +47,11 @@ def data_hash(x: np.ndarray, variables: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int | None = None,
-                  screen_key: str | None = None) -> str:
+def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int, screen_key: str) -> str:
     h = hashlib.sha256(settings.encode())
     h.update(runs.encode())
-    if recorded is not None:
-        h.update(f"recorded={recorded}".encode())
-    if screen_key is not None:
-        h.update(f"screen={screen_key}".encode())
+    h.update(f"recorded={recorded}".encode())
+    h.update(f"screen={screen_key}".encode())
     for a in arrays:
         a = np.asarray(a)
         h.update(np.ascontiguousarray(a, dtype=np.float64 if a.dtype.kind == "f" else np.int64).tobytes())
@@ -59,6 +59,9 @@ def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int |
 
 
 SCREEN_SETS = ("screened_blocks", "screened_tested", "screened_counts", "screened_pairs", "screened_p")
+#: The repair's rounds: edge-array lengths (directed, undirected per round), the edges, seconds per round.
+REPAIR_SETS = ("repair_counts", "repair_edges", "repair_seconds")
+Repaired = tuple[np.ndarray, np.ndarray, float]  # one repair round's CPDAG (directed, undirected) and seconds
 
 
 class RunCheckpoint:
@@ -72,6 +75,8 @@ class RunCheckpoint:
         self.recorded = 0
         self.screen_key: str | None = None  # the fusion settings the screened blocks belong to
         self.screened: dict[int, Screened] = {}
+        self.repair_key = ""  # the repair settings the repaired rounds belong to
+        self.repaired: list[Repaired] = []
         self.flush_seconds, self._saved_at, self._dirty = flush_seconds, 0.0, False
         if self.path.exists():
             self._load()
@@ -83,7 +88,10 @@ class RunCheckpoint:
         if f.attrs.get("format") != FORMAT:
             raise PsleError(f"{self.path}: not a psle learn checkpoint; refusing to use or overwrite it")
         version = int(f.attrs.get("version", -1))
-        if version not in (1, VERSION):
+        if version in (1, 2, 3):
+            raise PsleError(f"{self.path}: checkpoint of an earlier psle (format version {version}), whose runs "
+                            "followed the file's column order; delete it to start afresh")
+        if version != VERSION:
             raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
         saved = json.loads(f.attrs["settings"])
         if saved != json.loads(canonical(self.settings)):
@@ -92,11 +100,13 @@ class RunCheckpoint:
                             f"(differ in: {', '.join(differ)}); use another --checkpoint or the same command")
         runs_text = f["runs"][()].decode()
         members, sizes, edges = f["cluster_members"][()], f["cluster_sizes"][()], f["edges"][()]
-        recorded = int(f.attrs["recorded"]) if version >= 2 else None
-        screen_key = str(f.attrs["screen_key"]) if version >= 3 else None
-        screen = [f[name][()] for name in SCREEN_SETS] if version >= 3 else []
+        recorded = int(f.attrs["recorded"])
+        screen_key = str(f.attrs["screen_key"])
+        screen = [f[name][()] for name in SCREEN_SETS]
+        repair_key = str(f.attrs["repair_key"])
+        repair = [f[name][()] for name in REPAIR_SETS]
         if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges, *screen,
-                                                  recorded=recorded, screen_key=screen_key):
+                                                  *repair, recorded=recorded, screen_key=screen_key + repair_key):
             raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing to "
                             "use or overwrite it")
         if len(sizes):  # the clusters in their own order: member runs index variables within them
@@ -108,13 +118,29 @@ class RunCheckpoint:
             c, k = row.pop("cluster"), row.pop("member")
             self.runs[c, k] = MemberRun(row["spec"], row["status"], directed, undirected, row["bic"], row["seconds"],
                                         row.get("error"))
-        self.recorded = len(self.runs) if recorded is None else recorded
+        self.recorded = recorded
+        self.repair_key = repair_key
+        counts, edges, spent = repair
+        bounds = np.cumsum(counts)[:-1]
+        self.repaired = [(d.reshape(-1, 2), u.reshape(-1, 2), float(t)) for d, u, t in
+                         zip(np.split(edges, bounds)[0::2], np.split(edges, bounds)[1::2], spent)]
         if screen:
             blocks, tested, counts, pairs, pvals = screen
             bounds = np.cumsum(counts)[:-1]
             self.screen_key = screen_key
             self.screened = {int(b): (fp, pv, int(t)) for b, t, fp, pv in
                              zip(blocks, tested, np.split(pairs.reshape(-1, 2), bounds), np.split(pvals, bounds))}
+
+    def repaired_under(self, key: str) -> list[Repaired]:
+        """Repair rounds kept for these repair settings; other settings drop them (the repair starts afresh)."""
+        if key != self.repair_key:
+            self.repair_key, self.repaired = key, []
+        return list(self.repaired)
+
+    def put_repaired(self, key: str, result: Repaired) -> None:
+        self.repaired_under(key)
+        self.repaired.append(result)
+        self.save()
 
     def screened_under(self, key: str) -> dict[int, Screened]:
         """Screened blocks kept for these fusion settings; other settings drop them (screening starts afresh)."""
@@ -165,6 +191,10 @@ class RunCheckpoint:
                   np.concatenate([np.asarray(self.screened[b][1], dtype=np.float64) for b in blocks]
                                  or [np.empty(0)])]
         screen_key = self.screen_key or ""
+        halves = [np.asarray(a, dtype=np.int64).ravel() for d, u, _ in self.repaired for a in (d, u)]
+        repair = [np.array([len(h) for h in halves], dtype=np.int64),
+                  np.concatenate(halves or [np.empty(0, dtype=np.int64)]),
+                  np.array([t for _, _, t in self.repaired], dtype=np.float64)]
         with atomic_path(self.path) as tmp:
             with h5py.File(tmp, "w") as f:
                 f.attrs["format"] = FORMAT
@@ -176,8 +206,9 @@ class RunCheckpoint:
                 f.create_dataset("edges", data=edges)
                 f.attrs["recorded"] = self.recorded
                 f.attrs["screen_key"] = screen_key
-                for name, data in zip(SCREEN_SETS, screen):
+                f.attrs["repair_key"] = self.repair_key
+                for name, data in zip(SCREEN_SETS + REPAIR_SETS, screen + repair):
                     f.create_dataset(name, data=data)
-                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges, *screen,
-                                                  recorded=self.recorded, screen_key=screen_key)
+                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges, *screen, *repair,
+                                                  recorded=self.recorded, screen_key=screen_key + self.repair_key)
         self._saved_at, self._dirty = time.monotonic(), False

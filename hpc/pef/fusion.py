@@ -225,10 +225,11 @@ def screen_serial(z: np.ndarray, blocks: Blocks, parents: ParentSets, n: int,
 
 def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config: FusionConfig = FusionConfig(),
          screen: Screener = screen_serial, progress: Callable[[str, int, int], None] | None = None,
-         ) -> tuple[PDAG, FusionStats]:
+         ) -> tuple[PDAG, FusionStats, np.ndarray]:
     """Fuse the union of cluster DAGs (`union`, directed) into one DAG over all variables.
 
-    `screen` runs F1 over the cluster-pair blocks, in any order (serially, or on dask).
+    `screen` runs F1 over the cluster-pair blocks, in any order (serially, or on dask). Also returns
+    the cross-cluster pairs F1 kept: candidates for the repair step.
     """
     import time
 
@@ -299,4 +300,4 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     stats.edges_added = len(added)
     stats.seconds["f3"] = time.perf_counter() - start
     directed = np.concatenate([union.directed, np.array(added, dtype=np.int64).reshape(-1, 2)])
-    return union.with_edges(directed), stats
+    return union.with_edges(directed), stats, cand

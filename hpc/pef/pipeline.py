@@ -21,6 +21,7 @@ from hpc.checks import check_number
 from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
+from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, run_member
@@ -30,6 +31,7 @@ from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
+from hpc.pef.repair import RepairConfig, candidate_pairs, changes, repair_round
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -75,6 +77,37 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
     return screen
 
 
+def repair(z: np.ndarray, graph: PDAG, screened: np.ndarray, config: RepairConfig, executor,
+           deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str) -> tuple[PDAG, dict]:
+    """`config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), each round
+    kept in the checkpoint under `key` (the fusion and repair settings); returns the repaired CPDAG and
+    its account (what changed, seconds)."""
+    done = [] if memory is None else memory.repaired_under(key)
+    current = graph if not done else graph.with_edges(*done[-1][:2])
+    if done:
+        show.note(f"resuming the repair: {len(done)} of {config.repair_rounds} rounds already done")
+    rounds = [{"round": r + 1, "seconds": round(float(d[2]), 3), "resumed": True} for r, d in enumerate(done)]
+    data = executor.scatter(z)
+    for r in range(len(done), config.repair_rounds):
+        pairs = candidate_pairs(current, screened)
+        limit = None if deadline is None else max(deadline - time.time(), 0.0)
+        show.note(f"repair: round {r + 1} of {config.repair_rounds} over all {graph.p} variables, "
+                  f"{len(pairs)} candidate pairs")
+        begin = time.perf_counter()
+        [(_, result)] = list(executor.run(repair_round, [(data, config.repair_penalty, current.directed,
+                                                           current.undirected, pairs, executor.task_threads(1),
+                                                           limit)]))
+        if result is None:
+            raise WallLimitHit
+        current, spent = graph.with_edges(*result), time.perf_counter() - begin
+        if memory is not None:
+            memory.put_repaired(key, (current.directed, current.undirected, spent))
+        rounds.append({"round": r + 1, "candidate_pairs": int(len(pairs)), "seconds": round(spent, 3)})
+    account = changes(graph, current)
+    show.note("repair: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()))
+    return current, {**account, "penalty": config.repair_penalty, "rounds": rounds}
+
+
 def lost_status(lost: list[str]) -> str:
     """The fit's status from the runs of clusters that got no graph: any failure outranks timeouts."""
     if not lost:
@@ -110,7 +143,7 @@ class PEF:
                  partition: PartitionConfig = PartitionConfig(), fusion: FusionConfig = FusionConfig(),
                  executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
                  selector: Selector | str | None = None, top_k: int = 1, checkpoint: str | None = None,
-                 runaway: float = RUNAWAY):
+                 runaway: float = RUNAWAY, repair: RepairConfig = RepairConfig()):
         self.members = members
         self.time_limit = time_limit
         self.wall_limit = wall_limit
@@ -123,6 +156,7 @@ class PEF:
         self.top_k = top_k
         self.checkpoint = checkpoint
         self.runaway = runaway
+        self.repair = repair
 
     def validate(self) -> None:
         if self.selection not in SELECTIONS:
@@ -146,6 +180,7 @@ class PEF:
         check_wall_limit(self.wall_limit, "PEF")
         self.partition.validate()
         self.fusion.validate()
+        self.repair.validate()
 
     def _memory_settings(self, x: np.ndarray, variables: tuple[str, ...]) -> dict[str, Any]:
         """What a checkpoint's partition and member runs depend on (fusion settings do not)."""
@@ -210,7 +245,9 @@ class PEF:
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
         self.validate()
-        x, variables = as_learnable(x, variables)
+        x, user_variables = as_learnable(x, variables)
+        # Partition, searches and fusion visit variables in index order: give them one from the data.
+        x, variables, order = canonical_columns(x, user_variables)
         executor = self.executor or SerialExecutor()
         show = Progress(self.progress)
         n, p = x.shape
@@ -314,15 +351,28 @@ class PEF:
                 z = standardize(x, np.float64)
                 if memory is not None and memory.screened_under(canonical(asdict(self.fusion))):
                     show.note(f"resuming fusion: {len(memory.screened)} cluster pairs already screened")
-                dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline, memory),
-                                  progress=show)
+                dag, stats, screened = fuse(z, n, union, clusters, self.fusion,
+                                            screen=screener(executor, deadline, memory), progress=show)
                 self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
+            except WallLimitHit:
+                expired = True
+        seconds["fusion"] = time.perf_counter() - start
+        start = time.perf_counter()
+        self.repair_ = None
+        if not expired and self.repair.repair_rounds and self.graph_ is not None:
+            try:
+                self.graph_, self.repair_ = repair(z, self.graph_, screened, self.repair, executor, deadline,
+                                                   memory, show, canonical([asdict(self.fusion), asdict(self.repair)]))
+                self.dag_ = pdag_to_dag(self.graph_, strict=False)
             except WallLimitHit:
                 expired = True
         if expired:
             self.status_ = TIMED_OUT
             show.note(f"wall limit of {self.wall_limit:g} s reached: no graph")
-        seconds["fusion"] = time.perf_counter() - start
+        seconds["repair"] = time.perf_counter() - start
+        self.clusters_ = [order[idx] for idx in clusters]  # user indices; runs keep their cluster-local ones
+        if self.graph_ is not None:
+            self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
         self.seconds_ = {**seconds, "total": sum(seconds.values())}
         return self
 
@@ -341,6 +391,7 @@ class PEF:
                          for idx, w, runs, sel in zip(self.clusters_, self.winners_, self.cluster_runs_,
                                                       self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
+            "repair": self.repair_,
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},
         }
