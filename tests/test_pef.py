@@ -88,7 +88,7 @@ def test_two_well_separated_blocks_are_found():
     rng = np.random.default_rng(0)
     _, x = two_blocks(rng)
     perm = rng.permutation(60)
-    clusters = partition(x[:, perm], PartitionConfig(large_fraction=0.3))
+    clusters = partition(x[:, perm], PartitionConfig(whole_below=0, large_fraction=0.3))
     found = sorted(sorted(perm[c].tolist()) for c in clusters)
     assert found == [list(range(30)), list(range(30, 60))]
 
@@ -96,15 +96,15 @@ def test_two_well_separated_blocks_are_found():
 def test_a_size_cap_splits_big_clusters_along_their_own_tree_and_keeps_every_variable():
     rng = np.random.default_rng(0)
     _, x = two_blocks(rng, size=40, second=20)  # blocks of 40 and 20 chain-like variables
-    plain = partition(x, PartitionConfig(large_fraction=0.3))
+    plain = partition(x, PartitionConfig(whole_below=0, large_fraction=0.3))
     assert sorted(len(c) for c in plain) == [20, 40]
-    capped = partition(x, PartitionConfig(large_fraction=0.3, max_size=25))
+    capped = partition(x, PartitionConfig(whole_below=0, large_fraction=0.3, max_size=25))
     sizes = sorted(len(c) for c in capped)
     assert max(sizes) <= 25 and min(sizes) >= 25 // 4 and sum(sizes) == 60 and len(sizes) >= 3
     assert sorted(np.concatenate(capped).tolist()) == list(range(60))
     block = {i: i >= 40 for i in range(60)}
     assert all(len({block[i] for i in c}) == 1 for c in capped)  # pieces never mix the two blocks
-    assert [c.tolist() for c in partition(x, PartitionConfig(large_fraction=0.3, max_size=40))] == \
+    assert [c.tolist() for c in partition(x, PartitionConfig(whole_below=0, large_fraction=0.3, max_size=40))] == \
         [c.tolist() for c in plain]  # nothing above the cap: the paper's partition unchanged
     with pytest.raises(PsleError, match="max_size=3"):
         PartitionConfig(max_size=3).validate()
@@ -137,7 +137,7 @@ def test_estimation_submits_the_largest_cluster_first():
     rng = np.random.default_rng(3)
     dag, x = two_blocks(rng, size=12, n=1000, second=30)
     executor = RecordingExecutor()
-    pef = PEF([{"method": "fges"}, {"method": "fges", "penalty": 4}], partition=PartitionConfig(large_fraction=0.2),
+    pef = PEF([{"method": "fges"}, {"method": "fges", "penalty": 4}], partition=PartitionConfig(whole_below=0, large_fraction=0.2),
               executor=executor, progress=False).fit(x, dag.variables)
     assert sorted(len(c) for c in pef.clusters_) == [12, 30]
     estimation = [t for t in executor.order if isinstance(t[0], dict)]
@@ -344,7 +344,7 @@ def test_a_dask_run_abandoned_between_results_closes_quietly_after_its_executor(
 def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     rng = np.random.default_rng(5)
     dag, x = two_blocks(rng, size=30, n=1000, cross=[(3, 40)])
-    pef = PEF([{"method": "fges", "penalty": 2}], partition=PartitionConfig(large_fraction=0.3), progress=False)
+    pef = PEF([{"method": "fges", "penalty": 2}], partition=PartitionConfig(whole_below=0, large_fraction=0.3), progress=False)
     serial = pef.fit(x, dag.variables)
     graph_serial = serial.graph_
     assert sorted(sorted(c.tolist()) for c in serial.clusters_) == [list(range(30)), list(range(30, 60))]

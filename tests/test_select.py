@@ -15,6 +15,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.errors import PsleError
 from hpc.learners.bic import covariance
 from hpc.executors import SerialExecutor
+from hpc.pef.partition import PartitionConfig
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.records import (RecordsConfig, build_records, problem_clusters, read_records, record_problems,
@@ -23,6 +24,9 @@ from hpc.select.examples import Example, examples_from_rows, label, load_example
 from hpc.select.selector import Selector, load_selector
 
 PSLE = [sys.executable, "-m", "hpc.cli"]
+#: Small test problems still cut into clusters (psle learn would learn them whole).
+CUT = PartitionConfig(whole_below=0)
+
 PAIR = [{"method": "fges", "penalty": 2.0, "max_parents": 1000, "faithfulness": False},
         {"method": "pc-stable", "alpha": 0.05, "depth": 1000, "engine": "numpy"}]
 
@@ -563,7 +567,7 @@ def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_r
     limits = []
     problem, fast_fges = _fges_that_runs_away(monkeypatch, limits)
     with pytest.warns(UserWarning, match=r"cut by the runaway guard after 1200 s \(600x its predicted 2 s"):
-        pef = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=600).fit(
+        pef = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, partition=CUT, runaway=600).fit(
             problem.data, problem.variables)
     sizes = sorted((len(c) for c in pef.clusters_), reverse=True)
     assert sizes == [29, 25, 25, 21, 17, 11, 7]  # the order clusters start in (context off: sizes as searched)
@@ -580,11 +584,11 @@ def test_a_run_far_over_its_predicted_seconds_gives_way_to_the_next_member_and_r
     assert sum("passed_over" in s for s in pef.selections_) == 5
     assert pef.result_meta()["run_last"] == [{"member": PAIR[0], "on_clusters_from": 6}]
     limits.clear()
-    off = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=0).fit(
+    off = PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, partition=CUT, runaway=0).fit(
         problem.data, problem.variables)
     assert {t for _, _, t in limits} == {None} and set(off.winners_) == {0} and off.run_last_ == {}
     with pytest.raises(PsleError, match="runaway"):
-        PEF(PAIR, selection="predicted", selector=fast_fges, runaway=0.5).validate()
+        PEF(PAIR, selection="predicted", selector=fast_fges, partition=CUT, runaway=0.5).validate()
 
 
 def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same_choices(monkeypatch, tmp_path):
@@ -594,7 +598,7 @@ def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same
     problem, fast_fges = _fges_that_runs_away(monkeypatch, calls, kill_at)
 
     def fit(path):
-        return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, runaway=600,
+        return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, partition=CUT, runaway=600,
                    checkpoint=str(path)).fit(problem.data, problem.variables)
 
     with pytest.warns(UserWarning):

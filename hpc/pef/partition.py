@@ -16,6 +16,10 @@ from hpc.checks import check_number
 from hpc.errors import PsleError
 
 
+#: Default of PartitionConfig.whole_below.
+WHOLE_BELOW = 200
+
+
 @dataclass(frozen=True)
 class PartitionConfig:
     large_fraction: float = 0.05  # a cluster is large when its size >= ceil(fraction * p) ...
@@ -30,6 +34,10 @@ class PartitionConfig:
     # the others. It only bites above ~5,000 variables; at Alarm-10000 it made P/SLE 19x faster at the
     # same accuracy. 0 = no cap, the paper's rule (the paper_* experiments keep it).
     max_size: int = 500
+    # Problems with fewer variables are learned whole, as one cluster: below this size cutting saves no
+    # time (BENCHMARKS.md, "Where cutting starts to pay") and costs accuracy at the seams. 0 = always
+    # partition, the paper's rule (the paper_* experiments keep it).
+    whole_below: int = WHOLE_BELOW
 
     def validate(self) -> None:
         check_number("large_fraction", self.large_fraction, 0.0, 1.0, open_lo=True)
@@ -37,6 +45,7 @@ class PartitionConfig:
         check_number("min_large", self.min_large, 1, integer=True)
         check_number("block", self.block, 1, integer=True)
         check_number("max_size", self.max_size, 0, integer=True)
+        check_number("whole_below", self.whole_below, 0, integer=True)
         if 0 < self.max_size < 2 * self.min_large:
             raise PsleError(f"max_size={self.max_size}: must be 0 (no cap) or at least 2 * min_large = "
                             f"{2 * self.min_large}")
@@ -243,7 +252,7 @@ def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig()) -> lis
     if p == 0:
         raise PsleError("cannot partition data with no variables")
     m = max(int(np.ceil(config.large_fraction * p)), config.min_large)
-    if p < 2 * m:
+    if p < 2 * m or p < config.whole_below:
         return [np.arange(p)]
     z = average_linkage(distance_matrix(x, config.block))
     counts = large_cluster_counts(z, p, m)  # counts[p - K] = L(K)

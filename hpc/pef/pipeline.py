@@ -263,7 +263,11 @@ class PEF:
             if memory is not None:
                 memory.set_clusters(clusters)
         seconds["partition"] = time.perf_counter() - start
-        show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
+        if len(clusters) == 1:
+            show.note(f"{p} variables: learned whole, without cutting"
+                      + (f" (below whole_below={self.partition.whole_below})" if p < self.partition.whole_below else ""))
+        else:
+            show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
         self.resumed_runs_ = 0 if memory is None else len(memory.runs)
         if self.resumed_runs_:
             show.note(f"resuming from {self.checkpoint}: {self.resumed_runs_} member runs already finished")
@@ -359,7 +363,7 @@ class PEF:
         seconds["fusion"] = time.perf_counter() - start
         start = time.perf_counter()
         self.repair_ = None
-        if not expired and self.repair.repair_rounds and self.graph_ is not None:
+        if not expired and self.repair.repair_rounds and self.graph_ is not None and len(clusters) > 1:
             try:
                 self.graph_, self.repair_ = repair(z, self.graph_, screened, self.repair, executor, deadline,
                                                    memory, show, canonical([asdict(self.fusion), asdict(self.repair)]))
