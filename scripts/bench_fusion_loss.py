@@ -1,12 +1,12 @@
 """Where P/SLE loses accuracy against one search on the whole problem: inside clusters, or at the seams.
 
-Runs P/SLE (the learned ensemble, the paper's rule) on a generated problem, and one whole-problem
-learner (default: fGES λ 2.53767, m 91 with the faithfulness assumption), then splits the true
-edges by PEF's partition into within-cluster and cross-cluster edges and reports, for both
-graphs, adjacency recall and precision on each kind and the arrowhead agreement of the true
-edges each graph found (against the truth's CPDAG).
+Runs `psle learn`'s defaults on a generated problem (shuffled columns) without and with the repair
+pass (the same partition), and one whole-problem learner (fGES λ 2.53767, m 91 with the faithfulness
+assumption), then splits the true edges by PEF's partition into within-cluster and cross-cluster
+edges and reports, for each graph, adjacency recall and precision on each kind and the arrowhead
+agreement of the true edges each graph found (against the truth's CPDAG).
 
-Usage: python scripts/bench_fusion_loss.py [--network alarm] [--nodes 1000] [--seeds 0] [--workers 2]
+Usage: python scripts/bench_fusion_loss.py [--network alarm | --graph er] [--nodes 1000] [--seeds 0] [--workers 2]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from hpc.data.generate import benchmark_problem
+from hpc.data.generate import GRAPH_MODELS, benchmark_problem
 from hpc.executors import make_executor
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import evaluate
@@ -57,7 +57,7 @@ def breakdown(estimate: PDAG, truth_cpdag: PDAG, label: np.ndarray) -> dict[str,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--network", default="alarm")
+    ap.add_argument("--network", default="alarm", help="a bnlearn network, or a random graph model (er, sf, ...)")
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -67,21 +67,24 @@ def main() -> None:
     print("| seed | graph | true within / cross | F1-adj | F1-arrow | SHD | seconds | " + " | ".join(keys) + " |")
     print("|---" * (7 + len(keys)) + "|", flush=True)
     for seed in args.seeds:
-        problem = benchmark_problem(args.nodes, seed, 1000, network=args.network)
+        kind = {"graph": args.network} if args.network in GRAPH_MODELS else {"network": args.network}
+        problem = benchmark_problem(args.nodes, seed, 1000, **kind)
         truth = dag_to_cpdag(problem.truth)
+        runs = []
         with make_executor("local", None, args.workers) as executor:
-            start = time.perf_counter()
-            pef = build_estimator(MethodSpec("p-sle", True, sle="learned"), executor=executor, progress=False)
-            pef.fit(problem.data, problem.variables)
-            pef_seconds = time.perf_counter() - start
+            for name, options in (("psle without repair", {"repair_rounds": 0}), ("psle (repair)", {})):
+                start = time.perf_counter()
+                pef = build_estimator(MethodSpec("psle", True, selection="predicted", selector="truth",
+                                                 pef_options=options), executor=executor, progress=False)
+                pef.fit(problem.data, problem.variables)
+                runs.append((name, pef.graph_, time.perf_counter() - start))
         label = np.empty(problem.p, dtype=np.int64)
         for c, idx in enumerate(pef.clusters_):
             label[idx] = c
         start = time.perf_counter()
         whole = build_estimator(MethodSpec("fges", False, members=(WHOLE,))).fit(problem.data, problem.variables)
         whole_seconds = time.perf_counter() - start
-        for name, graph, seconds in (("P/SLE", pef.graph_, pef_seconds),
-                                     ("fGES whole (λ 2.54, m 91, faithful)", whole.graph_, whole_seconds)):
+        for name, graph, seconds in (*runs, ("fGES whole (λ 2.54, m 91, faithful)", whole.graph_, whole_seconds)):
             m = evaluate(graph, problem.truth)
             b = breakdown(graph, truth, label)
             print(f"| {seed} | {name} | {b['true within']} / {b['true cross']} | {m.f1_adjacent:.3f} | "

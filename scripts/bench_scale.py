@@ -63,7 +63,7 @@ def measure(network: str, nodes: int, seed: int, executor: DaskExecutor, prescre
         start = time.perf_counter()
         with PeakMemory() as mem:
             z = standardize(problem.data, np.float64)
-            dag, stats, _ = fuse(z, problem.n, union, clusters, FusionConfig(prescreen_alpha=level),
+            dag, stats = fuse(z, problem.n, union, clusters, FusionConfig(prescreen_alpha=level),
                               screen=screener(executor))
         added = cross_edges(dag.directed, label)
         hit = len(added & wanted)

@@ -226,7 +226,7 @@ def test_fusion_adds_the_cross_edge_that_exists_and_no_other():
     dag, x = two_blocks(rng, size=20, n=2000, cross=[(5, 27)])
     within = dag.directed[(dag.directed < 20).all(axis=1) | (dag.directed >= 20).all(axis=1)]
     union = dag.with_edges(within)
-    fused, stats, _ = fuse(standardize(x, np.float64), 2000, union, [np.arange(20), np.arange(20, 40)])
+    fused, stats = fuse(standardize(x, np.float64), 2000, union, [np.arange(20), np.arange(20, 40)])
     added = {tuple(e) for e in fused.directed.tolist()} - {tuple(e) for e in within.tolist()}
     assert {tuple(sorted(e)) for e in added} == {(5, 27)}
     assert stats.edges_added == 1 and stats.pairs_screened == 400
@@ -241,7 +241,7 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
     within = dag.directed[(dag.directed < 25).all(axis=1) | (dag.directed >= 25).all(axis=1)]
     union, clusters = dag.with_edges(within), [np.arange(25), np.arange(25, 50)]
     z, config = standardize(x, np.float64), FusionConfig(alpha1=0.05, alpha2=0.01)
-    batched, stats, _ = fuse(z, 400, union, clusters, config)
+    batched, stats = fuse(z, 400, union, clusters, config)
 
     def one_by_one(z, pairs, parents, n):
         return np.array([fusion._pcor_pvalue(z, i, j, sorted(set(parents[i].tolist()) | set(parents[j].tolist())), n)
@@ -249,7 +249,7 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
 
     monkeypatch.setattr(fusion, "conditioned_pvalues", one_by_one)
     monkeypatch.setattr(fusion, "F2_BATCH", 7)
-    reference, ref_stats, _ = fuse(z, 400, union, clusters, config)
+    reference, ref_stats = fuse(z, 400, union, clusters, config)
     assert stats.f1_candidates > 20 and 5 < stats.f2_candidates < stats.f1_candidates
     assert stats.f2_candidates == ref_stats.f2_candidates and batched == reference
     parents = ParentSets.of(union)
@@ -427,7 +427,7 @@ def test_fusion_resumes_from_the_cluster_pairs_a_killed_run_had_screened(tmp_pat
     true = problem.truth.directed
     union = PDAG(problem.variables, true[label[true[:, 0]] == label[true[:, 1]]])  # oracle cluster DAGs
     z, n, config = standardize(problem.data, np.float64), problem.n, FusionConfig()
-    whole, _, _ = fuse(z, n, union, clusters, config)
+    whole, _ = fuse(z, n, union, clusters, config)
     blocks = len(clusters) * (len(clusters) - 1) // 2
     assert blocks >= 6
 
@@ -440,7 +440,7 @@ def test_fusion_resumes_from_the_cluster_pairs_a_killed_run_had_screened(tmp_pat
 
     counting = CountingExecutor()
     memory = RunCheckpoint(path, settings)
-    resumed, _, _ = fuse(z, n, union, clusters, config, screen=screener(counting, memory=memory))
+    resumed, _ = fuse(z, n, union, clusters, config, screen=screener(counting, memory=memory))
     assert counting.tasks == blocks - 3
     assert sorted(map(tuple, resumed.directed.tolist())) == sorted(map(tuple, whole.directed.tolist()))
     assert len(RunCheckpoint(path, settings).screened) == blocks  # flushed when the screening ended

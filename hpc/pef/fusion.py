@@ -225,11 +225,10 @@ def screen_serial(z: np.ndarray, blocks: Blocks, parents: ParentSets, n: int,
 
 def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config: FusionConfig = FusionConfig(),
          screen: Screener = screen_serial, progress: Callable[[str, int, int], None] | None = None,
-         ) -> tuple[PDAG, FusionStats, np.ndarray]:
+         ) -> tuple[PDAG, FusionStats]:
     """Fuse the union of cluster DAGs (`union`, directed) into one DAG over all variables.
 
-    `screen` runs F1 over the cluster-pair blocks, in any order (serially, or on dask). Also returns
-    the cross-cluster pairs F1 kept: candidates for the repair step.
+    `screen` runs F1 over the cluster-pair blocks, in any order (serially, or on dask).
     """
     import time
 
@@ -300,4 +299,4 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     stats.edges_added = len(added)
     stats.seconds["f3"] = time.perf_counter() - start
     directed = np.concatenate([union.directed, np.array(added, dtype=np.int64).reshape(-1, 2)])
-    return union.with_edges(directed), stats, cand
+    return union.with_edges(directed), stats

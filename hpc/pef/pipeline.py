@@ -77,35 +77,36 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
     return screen
 
 
-def repair(z: np.ndarray, graph: PDAG, screened: np.ndarray, config: RepairConfig, executor,
-           deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str) -> tuple[PDAG, dict]:
-    """`config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), each round
-    kept in the checkpoint under `key` (the fusion and repair settings); returns the repaired CPDAG and
-    its account (what changed, seconds)."""
+def repair(z: np.ndarray, graph: PDAG, config: RepairConfig, executor, deadline: float | None,
+           memory: RunCheckpoint | None, show: Progress, key: str) -> tuple[PDAG, dict]:
+    """Up to `config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), until a
+    round changes nothing; each round is kept in the checkpoint under `key` (the fusion and repair
+    settings). Returns the repaired CPDAG and its account (what changed, seconds)."""
     done = [] if memory is None else memory.repaired_under(key)
-    current = graph if not done else graph.with_edges(*done[-1][:2])
     if done:
-        show.note(f"resuming the repair: {len(done)} of {config.repair_rounds} rounds already done")
-    rounds = [{"round": r + 1, "seconds": round(float(d[2]), 3), "resumed": True} for r, d in enumerate(done)]
+        show.note(f"resuming the repair: {len(done)} round{'s' * (len(done) != 1)} already done")
+    states = [graph, *(graph.with_edges(d, u) for d, u, _ in done)]
+    rounds = [{"round": r + 1, "seconds": round(float(t), 3), "resumed": True} for r, (_, _, t) in enumerate(done)]
     data = executor.scatter(z)
-    for r in range(len(done), config.repair_rounds):
-        pairs = candidate_pairs(current, screened)
+    while len(states) <= config.repair_rounds and (len(states) < 2 or states[-1] != states[-2]):
+        pairs = candidate_pairs(states[-1])
         limit = None if deadline is None else max(deadline - time.time(), 0.0)
-        show.note(f"repair: round {r + 1} of {config.repair_rounds} over all {graph.p} variables, "
+        show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables, "
                   f"{len(pairs)} candidate pairs")
         begin = time.perf_counter()
-        [(_, result)] = list(executor.run(repair_round, [(data, config.repair_penalty, current.directed,
-                                                           current.undirected, pairs, executor.task_threads(1),
+        [(_, result)] = list(executor.run(repair_round, [(data, config.repair_penalty, states[-1].directed,
+                                                           states[-1].undirected, pairs, executor.task_threads(1),
                                                            limit)]))
         if result is None:
             raise WallLimitHit
-        current, spent = graph.with_edges(*result), time.perf_counter() - begin
+        states.append(graph.with_edges(*result))
+        spent = time.perf_counter() - begin
         if memory is not None:
-            memory.put_repaired(key, (current.directed, current.undirected, spent))
-        rounds.append({"round": r + 1, "candidate_pairs": int(len(pairs)), "seconds": round(spent, 3)})
-    account = changes(graph, current)
+            memory.put_repaired(key, (states[-1].directed, states[-1].undirected, spent))
+        rounds.append({"round": len(states) - 1, "candidate_pairs": int(len(pairs)), "seconds": round(spent, 3)})
+    account = changes(graph, states[-1])
     show.note("repair: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()))
-    return current, {**account, "penalty": config.repair_penalty, "rounds": rounds}
+    return states[-1], {**account, "penalty": config.repair_penalty, "rounds": rounds}
 
 
 def lost_status(lost: list[str]) -> str:
@@ -355,8 +356,8 @@ class PEF:
                 z = standardize(x, np.float64)
                 if memory is not None and memory.screened_under(canonical(asdict(self.fusion))):
                     show.note(f"resuming fusion: {len(memory.screened)} cluster pairs already screened")
-                dag, stats, screened = fuse(z, n, union, clusters, self.fusion,
-                                            screen=screener(executor, deadline, memory), progress=show)
+                dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline, memory),
+                                  progress=show)
                 self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
             except WallLimitHit:
                 expired = True
@@ -365,7 +366,7 @@ class PEF:
         self.repair_ = None
         if not expired and self.repair.repair_rounds and self.graph_ is not None and len(clusters) > 1:
             try:
-                self.graph_, self.repair_ = repair(z, self.graph_, screened, self.repair, executor, deadline,
+                self.graph_, self.repair_ = repair(z, self.graph_, self.repair, executor, deadline,
                                                    memory, show, canonical([asdict(self.fusion), asdict(self.repair)]))
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
             except WallLimitHit:
