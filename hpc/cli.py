@@ -112,7 +112,7 @@ def _method_spec(args: argparse.Namespace):
 def default_selection(method: str, sle: str | None, selector: str | None) -> str:
     """`psle learn`'s selection when --selection is not given: p-sle runs the shipped truth selector's
     choice (more accurate than the paper's rule on every held-out family measured, at a fraction of the
-    member runs; BENCHMARKS.md), except for an ensemble of the user's own (--sle) with no selector for it,
+    member runs; bench/HISTORY.md), except for an ensemble of the user's own (--sle) with no selector for it,
     where the paper's rule is the only one that applies."""
     if method != "p-sle" or (sle is not None and selector is None):
         return "all"
@@ -455,7 +455,7 @@ _positive = _real(lambda v: 0 < v < float("inf"), "a positive number")
 _probability = _real(lambda v: 0 <= v <= 1, "a number in [0, 1]")
 _non_negative = _real(lambda v: 0 <= v < float("inf"), "a number >= 0")
 # A truth selector's default tolerance (Q = F1-adjacency + F1-arrowhead): chosen by cross-validation on the
-# selection records (BENCHMARKS.md, "Cost-aware selection"), and what the shipped truth selector was fit with.
+# selection records (bench/HISTORY.md, "Cost-aware selection"), and what the shipped truth selector was fit with.
 TOLERANCE = 0.01
 
 

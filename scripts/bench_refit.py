@@ -19,6 +19,10 @@ timeout), and every row's graph `meta` holds each cluster's features and what ra
         Fusion and fallbacks are left out, so it screens candidates; reruns confirm the one to ship.
 
 Rows of a run where a member was demoted after a timeout (`run_last`) count as not repeatable.
+
+The rows it reads (bench/selection-results) are learned graphs that no shipped artefact needs, so they
+left the working tree; `git checkout 16711c2 -- bench/selection-results` brings them back. They were made
+with replicas in the generator's column order and BOSS started from the column order.
 """
 
 from __future__ import annotations

@@ -47,6 +47,19 @@ def test_generate_and_evaluate_truth_against_itself(alarm, tmp_path):
     assert "f1_adjacent" in human.stdout and "1.0000" in human.stdout
 
 
+def test_generate_writes_the_column_order_asked(tmp_path):
+    orders = {}
+    for order in ("shuffled", "generator"):
+        run = psle("generate", "--network", "asia", "--nodes", "16", "--order", order, "-o", str(tmp_path / f"{order}.h5"))
+        assert run.returncode == 0, run.stderr
+        with h5py.File(tmp_path / f"{order}.h5") as f:
+            assert f.attrs["column_order"] == order
+            orders[order] = [v.decode() if isinstance(v, bytes) else v for v in f["variables"][()]]
+    assert orders["generator"][:8] == ["asia_1", "tub_1", "smoke_1", "lung_1", "bronc_1", "either_1", "xray_1",
+                                       "dysp_1"]
+    assert sorted(orders["shuffled"]) == sorted(orders["generator"]) != orders["shuffled"]
+
+
 def test_generate_random_graph(tmp_path):
     out = tmp_path / "ws.h5"
     run = psle("generate", "--graph", "ws", "--nodes", "300", "--seed", "2", "-o", str(out))

@@ -241,3 +241,22 @@ def test_new_models_make_tiny_graphs_or_say_why_not(model):
     if model == "plc":
         with pytest.raises(PsleError, match="needs more than 3 nodes"):
             random_dag(model, 3, np.random.default_rng(0), edges_per_node=3)
+
+
+def test_replica_columns_are_shuffled_by_default_and_the_generator_order_stays_available():
+    shuffled = benchmark_problem(1000, 4, 200, network="alarm")
+    paper = benchmark_problem(1000, 4, 200, network="alarm", order="generator")
+    assert shuffled.attrs["column_order"] == "shuffled" and paper.attrs["column_order"] == "generator"
+    # The same problem: each variable's column, weights into it and noise are the paper order's.
+    where = {v: k for k, v in enumerate(paper.variables)}
+    assert sorted(shuffled.variables) == sorted(paper.variables) and shuffled.variables != paper.variables
+    assert all(np.array_equal(shuffled.data[:, k], paper.data[:, where[v]]) for k, v in enumerate(shuffled.variables))
+    edges = lambda pr: {(pr.variables[a], pr.variables[b]): w for (a, b), w in zip(pr.truth.directed, pr.weights)}  # noqa: E731
+    assert edges(shuffled) == edges(paper)
+    # In the generator's order most of Alarm's true edges point forward; shuffled, about half do.
+    forward = lambda pr: float(np.mean(pr.truth.directed[:, 0] < pr.truth.directed[:, 1]))  # noqa: E731
+    assert forward(paper) > 0.6 and 0.4 < forward(shuffled) < 0.6
+    again = benchmark_problem(1000, 4, 200, network="alarm")
+    assert again.variables == shuffled.variables and np.array_equal(again.data, shuffled.data)
+    with pytest.raises(PsleError, match="column order must be one of shuffled, generator, got 'file'"):
+        benchmark_problem(100, 0, network="alarm", order="file")

@@ -680,7 +680,7 @@ def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
     assert truth.target == "truth" and truth.portfolio == load_sle("portfolio")[1]
     assert bic.target == "bic" and bic.portfolio == load_sle("learned")[1]
     # Every family the generator makes but `layer`, held out to measure how selection transfers
-    # (BENCHMARKS.md, "A family the selector never saw: layered cascades").
+    # (bench/HISTORY.md, "A family the selector never saw: layered cascades").
     assert set(truth.provenance["families"]) == set(FAMILIES) - {"layer"}
 
 

@@ -30,7 +30,7 @@ class PartitionConfig:
     # inside; only edges among the cluster's own variables are kept. 0 = the paper's PEF.
     context: float = 0.0
     # Size cap: a cluster above this many variables is split along its own average-linkage tree, since a
-    # member's time grows about as size^2 (BENCHMARKS.md) and one 3,000-variable cluster can outlast all
+    # member's time grows about as size^2 (bench/HISTORY.md) and one 3,000-variable cluster can outlast all
     # the others. It only bites above ~5,000 variables; at Alarm-10000 it made P/SLE 19x faster at the
     # same accuracy. 0 = no cap, the paper's rule (the paper_* experiments keep it).
     max_size: int = 500

@@ -18,7 +18,7 @@ Members often tie within the forests' error (on bnlearn-like clusters most of th
 cheapest one is the better pick: a `truth` selector with a `tolerance` runs the fastest member among
 those predicted within `tolerance` Q of the best (every member's seconds predicted by one forest of
 log seconds, fit on the same records). On the records, a tolerance of 0.01 Q ran faster members at no
-loss of Q, held out by problem or by family (BENCHMARKS.md, "Cost-aware selection").
+loss of Q, held out by problem or by family (bench/HISTORY.md, "Cost-aware selection").
 
 A run that hit the records' time limit is censored, not scored 0: at use time there is usually no
 such limit and the member would have finished, so its Q is unknown (null in the file) and that
@@ -72,7 +72,7 @@ class Selector:
     difference to every member (itself included), i.e. its predicted Q above the portfolio's mean.
     Differences cancel how hard a cluster is, which all members share and which dominates their raw
     Q, so the forests spend their splits on what tells members apart: on held-out families this
-    chose better than one regressor of raw Q per member (BENCHMARKS.md, "Pairwise regression").
+    chose better than one regressor of raw Q per member (bench/HISTORY.md, "Pairwise regression").
     `bic`: a random forest classifier predicts the BIC winner; scores are its probabilities.
     Training rows are weighted by cluster size, as the size-weighted Q counts them.
     """
