@@ -99,7 +99,7 @@ def main() -> None:
                 if args.jsonl:
                     with open(args.jsonl, "a") as fh:
                         fh.write(json.dumps(row) + "\n")
-    print(f"\n| method | F1-adj | F1-arrow | SHD | seconds | peak MB | runs |\n|---|---|---|---|---|---|---|")
+    print("\n| method | F1-adj | F1-arrow | SHD | seconds | peak MB | runs |\n|---|---|---|---|---|---|---|")
     for method, rs in rows.items():
         ok = [r for r in rs if r["status"] == "ok"]
 

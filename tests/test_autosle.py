@@ -1,7 +1,6 @@
 """Auto-SLE: the greedy loop's arithmetic, its checkpoint, and resumption after real SIGKILLs."""
 
 import os
-import random
 import signal
 import subprocess
 import sys

@@ -143,8 +143,8 @@ def test_clean_look_alikes_learn_with_the_users_names(work, tmp_path):
 
 
 def test_a_closed_pipe_is_not_an_error_message(work):
-    run = subprocess.run(f"{PSLE} evaluate graph.json --truth asia.h5 2>err.txt | head -1", shell=True,
-                         cwd=work, capture_output=True, text=True, timeout=120)
+    subprocess.run(f"{PSLE} evaluate graph.json --truth asia.h5 2>err.txt | head -1", shell=True,
+                   cwd=work, capture_output=True, text=True, timeout=120)
     err = (work / "err.txt").read_text()
     (work / "err.txt").unlink()
     assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -118,7 +118,8 @@ def test_weaker_weights_keep_the_graph_and_every_other_draw():
     assert np.array_equal(weak.noise_sd, paper.noise_sd)
     assert (weak.attrs["weight_low"], weak.attrs["weight_high"]) == (0.1, 0.3)
     # Weaker effects: smaller correlations between a child and its parents.
-    r = lambda p: np.mean([abs(np.corrcoef(p.data[:, a], p.data[:, b])[0, 1]) for a, b in p.truth.directed])
+    def r(p):
+        return np.mean([abs(np.corrcoef(p.data[:, a], p.data[:, b])[0, 1]) for a, b in p.truth.directed])
     assert r(weak) < r(paper) - 0.1
 
 
@@ -251,10 +252,14 @@ def test_replica_columns_are_shuffled_by_default_and_the_generator_order_stays_a
     where = {v: k for k, v in enumerate(paper.variables)}
     assert sorted(shuffled.variables) == sorted(paper.variables) and shuffled.variables != paper.variables
     assert all(np.array_equal(shuffled.data[:, k], paper.data[:, where[v]]) for k, v in enumerate(shuffled.variables))
-    edges = lambda pr: {(pr.variables[a], pr.variables[b]): w for (a, b), w in zip(pr.truth.directed, pr.weights)}  # noqa: E731
+    def edges(pr):
+        return {(pr.variables[a], pr.variables[b]): w for (a, b), w in zip(pr.truth.directed, pr.weights)}
+
+    def forward(pr):
+        return float(np.mean(pr.truth.directed[:, 0] < pr.truth.directed[:, 1]))
+
     assert edges(shuffled) == edges(paper)
     # In the generator's order most of Alarm's true edges point forward; shuffled, about half do.
-    forward = lambda pr: float(np.mean(pr.truth.directed[:, 0] < pr.truth.directed[:, 1]))  # noqa: E731
     assert forward(paper) > 0.6 and 0.4 < forward(shuffled) < 0.6
     again = benchmark_problem(1000, 4, 200, network="alarm")
     assert again.variables == shuffled.variables and np.array_equal(again.data, shuffled.data)

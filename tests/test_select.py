@@ -166,7 +166,9 @@ def test_records_hold_every_member_on_every_cluster_and_resume_without_rerunning
 def test_records_of_weaker_effects_cluster_other_data():
     rp = record_problems(RecordsConfig(families=("er",), problems_per_family=1, min_nodes=120, max_nodes=120))[0]
     paper, weak = problem_clusters(rp, 500), problem_clusters(rp, 500, (0.1, 0.3))
-    strongest = lambda clusters: np.mean([c.features[FEATURES.index("abs_corr_q99")] for c in clusters])
+    def strongest(clusters):
+        return np.mean([c.features[FEATURES.index("abs_corr_q99")] for c in clusters])
+
     assert strongest(weak) < strongest(paper)
 
 
