@@ -122,8 +122,8 @@ class PEF:
     `time_limit` bounds each member run (one cluster, one member); `wall_limit` bounds the whole
     fit: runs still going are cut at it, runs not yet started are skipped, fusion stops, and the
     fit ends with `status_` "timed out" and no graph, as the paper's tables count a run over 24 h.
-    `status_` is also "timed out" (or "failed") when a cluster lost every member: the graph is then
-    still fused, without that cluster's edges, but it is not the method's full answer.
+    `status_` is also "timed out" (or "failed") when a cluster lost every member: the fit then stops
+    before fusion, since no graph it could fuse would be the method's answer.
 
     `selection` "all" runs every member on every cluster (the paper); "predicted" runs the `top_k`
     members `selector` (a Selector, or a shipped name / file for load_selector) ranks highest and
@@ -332,8 +332,7 @@ class PEF:
                                   stacklevel=2)
             if k is None:
                 if not expired:
-                    warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed; it gets no edges",
-                                  stacklevel=2)
+                    warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed", stacklevel=2)
                 continue
             local = PDAG(tuple(str(i) for i in range(len(searched[c]))),
                          runs[c][k].directed, runs[c][k].undirected).subgraph(np.arange(len(idx)))
@@ -351,7 +350,9 @@ class PEF:
         self.dag_ = self.graph_ = self.fusion_stats_ = None
 
         start = time.perf_counter()
-        if not expired:
+        if not expired and self.status_ != OK:
+            show.note("no fusion: a cluster has no graph, so there is no complete answer to fuse")
+        elif not expired:
             try:
                 z = standardize(x, np.float64)
                 if memory is not None and memory.screened_under(canonical(asdict(self.fusion))):
