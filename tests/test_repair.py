@@ -104,3 +104,24 @@ def test_a_run_killed_during_the_repair_resumes_to_the_uninterrupted_graph(tmp_p
     ref, got = (json.loads((tmp_path / f).read_text()) for f in ("ref.json", "g.json"))
     assert got["edges"] == ref["edges"]
     assert got["meta"]["repair"]["rounds"][0]["resumed"] is True
+
+
+def test_the_checkpoint_keeps_repair_rounds_per_settings_and_refuses_older_formats(tmp_path):
+    import h5py
+
+    from hpc.errors import PsleError
+    from hpc.pef.checkpoint import FORMAT, RunCheckpoint
+
+    path = tmp_path / "run.h5"
+    memory = RunCheckpoint(path, {"data": "x"})
+    memory.put_repaired("settings A", (np.array([[0, 1]]), np.empty((0, 2), dtype=np.int64), 1.5))
+    again = RunCheckpoint(path, {"data": "x"})
+    [(directed, undirected, seconds)] = again.repaired_under("settings A")
+    assert directed.tolist() == [[0, 1]] and undirected.shape == (0, 2) and seconds == 1.5
+    assert again.repaired_under("settings B") == []  # other repair settings start the repair afresh
+    for version in (1, 2, 3):  # their runs followed the file's column order: refused, not resumed
+        old = tmp_path / f"v{version}.h5"
+        with h5py.File(old, "w") as f:
+            f.attrs["format"], f.attrs["version"] = FORMAT, version
+        with pytest.raises(PsleError, match=rf"earlier psle \(format version {version}\).*delete it"):
+            RunCheckpoint(old, {"data": "x"})
