@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (as run.sh does), lint (ruff, configured in pyproject.toml) and run the test suite; extra
+# Set up (as run.sh does), lint and type-check (ruff, mypy; configured in pyproject.toml) and run the test suite; extra
 # arguments go to pytest.
 # As root it first starts the local single-node SLURM (slurm/local/start.sh) so that the tests
 # marked `slurm` submit real jobs; PSLE_NO_SLURM=1 skips that, PSLE_REQUIRE_SLURM=1 (CI) makes a
@@ -16,5 +16,6 @@ if [ "${PSLE_NO_SLURM:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
     echo "test.sh: SLURM did not start; the slurm tests will be skipped" >&2
   fi
 fi
-ruff check --quiet hpc tests scripts hydra_plugins  # the linter first: a finding fails the run in seconds
+ruff check --quiet hpc tests scripts hydra_plugins  # the linter and type checker first: seconds, not minutes
+mypy --no-error-summary
 python -m pytest "$@"

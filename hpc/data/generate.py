@@ -79,9 +79,9 @@ def replicate(base: PDAG, n_nodes: int, rng: np.random.Generator,
     # union: cross edges oriented along it never close a cycle.
     topo = topological_order(base)
     keys = np.sort(rng.random((r, p0)), axis=1)
-    position = np.empty((r, p0))
-    position[:, topo] = keys
-    position = position.reshape(-1)
+    grid = np.empty((r, p0))
+    grid[:, topo] = keys
+    position = grid.reshape(-1)
     cross = _cross_pairs(rng, r, p0, n_extra)
     forward = position[cross[:, 0]] < position[cross[:, 1]]
     cross = np.where(forward[:, None], cross, cross[:, ::-1])
@@ -360,6 +360,7 @@ def benchmark_problem(nodes: int, seed: int, samples: int = 1000, network: str |
         dag, replicas = replicate(base, nodes, rng)
         attrs = {"network": network.lower(), "replicas": replicas}
     else:
+        assert graph is not None  # exactly one of the two, checked above
         dag = random_dag(graph, nodes, rng, edges_per_node, rewire)
         attrs = {"network": graph, "replicas": 1, "edges_per_node": edges_per_node}
         if graph == "ws":

@@ -84,7 +84,8 @@ def dag_to_cpdag(dag: PDAG) -> PDAG:
             for z in pa_y:
                 label.setdefault(z, has_z)
         compelled[y] = {z for z, c in label.items() if c}
-    directed, undirected = [], []
+    directed: list[tuple[int, int]] = []
+    undirected: list[tuple[int, int]] = []
     for y in range(dag.p):
         for x in parents[y]:
             (directed if x in compelled[y] else undirected).append((x, y))

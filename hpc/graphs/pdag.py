@@ -7,6 +7,7 @@ operations (metrics, fusion) are vectorised numpy calls, not Python loops over p
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -47,8 +48,7 @@ class PDAG:
     def __post_init__(self) -> None:
         variables = tuple(str(v) for v in self.variables)
         if len(set(variables)) != len(variables):
-            seen: set[str] = set()
-            dup = next(v for v in variables if v in seen or seen.add(v))
+            dup = next(v for v, count in Counter(variables).items() if count > 1)
             raise GraphError(f"variable name {dup!r} appears twice")
         directed = _sorted_unique(_rows(self.directed))
         und = _rows(self.undirected)
@@ -203,9 +203,9 @@ class PDAG:
 
     def subgraph(self, nodes: Sequence[int]) -> PDAG:
         """The graph induced on `nodes` (in that order), renumbered 0..len(nodes)-1."""
-        nodes = np.asarray(nodes, dtype=np.int64)
+        index = np.asarray(nodes, dtype=np.int64)
         remap = np.full(self.p, -1, dtype=np.int64)
-        remap[nodes] = np.arange(len(nodes))
+        remap[index] = np.arange(len(index))
 
         def keep(rows: np.ndarray) -> np.ndarray:
             r = remap[rows]

@@ -262,11 +262,10 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     # pa(i) ∪ pa(j) is computed ahead in batches, and only the others one by one.
     for lo in range(0, len(cand), F2_BATCH):
         batch = cand[lo:lo + F2_BATCH]
-        for (i, j), pv in zip(batch.tolist(), conditioned_pvalues(z, batch, parents, n).tolist()):
+        for (i, j), ahead in zip(batch.tolist(), conditioned_pvalues(z, batch, parents, n).tolist()):
             extra = linked.get(i, set()) | linked.get(j, set())
-            if extra:
-                pv = _pcor_pvalue(z, i, j, conditioning_set(parents, i, j, extra), n)
-            if pv < alpha2:
+            p_value = _pcor_pvalue(z, i, j, conditioning_set(parents, i, j, extra), n) if extra else ahead
+            if p_value < alpha2:
                 accepted.append((i, j))
                 linked.setdefault(i, set()).add(j)
                 linked.setdefault(j, set()).add(i)
