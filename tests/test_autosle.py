@@ -149,7 +149,7 @@ def test_a_space_with_shared_parameter_names_keeps_them_apart(tmp_path):
     assert {"fges:penalty", "boss:penalty", "max_parents", "num_starts", "alpha"} <= set(cs.keys())
     specs = [to_spec(c, ("fges", "boss", "pc-stable")) for c in cs.sample_configuration(60)]
     boss = [s for s in specs if s["method"] == "boss"]
-    assert boss and all(set(s) == {"method", "penalty", "num_starts", "use_bes"} and 1 <= s["penalty"] <= 1000
+    assert boss and all(set(s) == {"method", "penalty", "num_starts", "use_bes", "start"} and 1 <= s["penalty"] <= 1000
                         for s in boss)
     with pytest.raises(PsleError, match="space: unknown method 'gies'"):
         configuration_space(0, ("fges", "gies"))

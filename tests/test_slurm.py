@@ -54,7 +54,7 @@ def experiment(tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
 
 SWEEP = ["method=p-fges,p-pc-stable", "dataset.network=asia,child", "dataset.nodes=40", "seed=0,1",
          "executor.workers=1", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
-         "hydra.launcher.timeout_min=30", "progress=false"]
+         "hydra.launcher.timeout_min=30", "progress=false", "+pef_options.whole_below=0"]  # cut even 40 variables
 
 
 @pytest.mark.slow
@@ -62,6 +62,7 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
     from hpc.data.generate import benchmark_problem
     from hpc.graphs.io import read_json
     from hpc.graphs.metrics import evaluate
+    from hpc.pef.partition import PartitionConfig
     from hpc.pef.pipeline import PEF
 
     run = experiment(tmp_path, *SWEEP)
@@ -78,7 +79,8 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
         metrics = evaluate(graph, problem.truth)
         assert row["f1_adjacent"] == pytest.approx(metrics.f1_adjacent) and row["shd"] == metrics.shd
         # fGES and (numpy) PC-Stable are reproducible run to run: a SLURM task's graph is a local run's.
-        local = PEF([{"method": row["method"][2:]}], progress=False).fit(problem.data, problem.variables)
+        local = PEF([{"method": row["method"][2:]}], progress=False,
+                    partition=PartitionConfig(whole_below=0)).fit(problem.data, problem.variables)
         assert local.graph_ == graph, f"{path}: the SLURM task's graph differs from a local run"
     stamps = {p: p.stat().st_mtime_ns for p in results}
     before = sacct_jobs()
