@@ -125,3 +125,14 @@ def test_the_checkpoint_keeps_repair_rounds_per_settings_and_refuses_older_forma
             f.attrs["format"], f.attrs["version"] = FORMAT, version
         with pytest.raises(PsleError, match=rf"earlier psle \(format version {version}\).*delete it"):
             RunCheckpoint(old, {"data": "x"})
+
+
+@pytest.mark.jvm
+def test_a_repair_round_past_its_guard_is_cut_and_the_last_finished_graph_stands():
+    x, dag, _ = planted_cross_edges()
+    fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
+    # 1 ms: less than one round trip to the JVM worker and back, on any machine.
+    graph, account = repair(standardize(x, np.float64), fused, RepairConfig(), SerialExecutor(), None, None,
+                            Progress(False), "test", guard=0.001)
+    assert graph == fused and account["rounds"] == [{"round": 1, "cut_after_seconds": 0.0}]
+    assert account["edges_added"] == account["edges_removed"] == account["edges_reoriented"] == 0

@@ -31,7 +31,7 @@ from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
-from hpc.pef.repair import RepairConfig, candidate_pairs, changes, repair_round
+from hpc.pef.repair import GUARD_FACTOR, GUARD_FLOOR, RepairConfig, candidate_pairs, changes, repair_round
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -78,10 +78,11 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
 
 
 def repair(z: np.ndarray, graph: PDAG, config: RepairConfig, executor, deadline: float | None,
-           memory: RunCheckpoint | None, show: Progress, key: str) -> tuple[PDAG, dict]:
+           memory: RunCheckpoint | None, show: Progress, key: str, guard: float | None = None) -> tuple[PDAG, dict]:
     """Up to `config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), until a
-    round changes nothing; each round is kept in the checkpoint under `key` (the fusion and repair
-    settings). Returns the repaired CPDAG and its account (what changed, seconds)."""
+    round changes nothing or one runs past `guard` seconds (then the last finished round's graph stands);
+    each round is kept in the checkpoint under `key` (the fusion and repair settings). Returns the
+    repaired CPDAG and its account (what changed, seconds)."""
     done = [] if memory is None else memory.repaired_under(key)
     if done:
         show.note(f"resuming the repair: {len(done)} round{'s' * (len(done) != 1)} already done")
@@ -90,15 +91,21 @@ def repair(z: np.ndarray, graph: PDAG, config: RepairConfig, executor, deadline:
     data = executor.scatter(z)
     while len(states) <= config.repair_rounds and (len(states) < 2 or states[-1] != states[-2]):
         pairs = candidate_pairs(states[-1])
-        limit = None if deadline is None else max(deadline - time.time(), 0.0)
+        left = None if deadline is None else max(deadline - time.time(), 0.0)
+        limit = min((t for t in (left, guard) if t is not None), default=None)
         show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables, "
                   f"{len(pairs)} candidate pairs")
         begin = time.perf_counter()
         [(_, result)] = list(executor.run(repair_round, [(data, config.repair_penalty, states[-1].directed,
                                                            states[-1].undirected, pairs, executor.task_threads(1),
                                                            limit)]))
-        if result is None:
+        if result is None and left is not None and (guard is None or left <= guard):
             raise WallLimitHit
+        if result is None:
+            show.note(f"repair: round {len(states)} cut after {guard:.0f} s (the guard: {GUARD_FACTOR:g}x the "
+                      f"estimation's seconds, at least {GUARD_FLOOR:g} s); round {len(states) - 1}'s graph stands")
+            rounds.append({"round": len(states), "cut_after_seconds": round(guard, 1)})
+            break
         states.append(graph.with_edges(*result))
         spent = time.perf_counter() - begin
         if memory is not None:
@@ -367,8 +374,9 @@ class PEF:
         self.repair_ = None
         if not expired and self.repair.repair_rounds and self.graph_ is not None and len(clusters) > 1:
             try:
-                self.graph_, self.repair_ = repair(z, self.graph_, self.repair, executor, deadline,
-                                                   memory, show, canonical([asdict(self.fusion), asdict(self.repair)]))
+                guard = max(GUARD_FLOOR, GUARD_FACTOR * seconds["estimation"])
+                self.graph_, self.repair_ = repair(z, self.graph_, self.repair, executor, deadline, memory, show,
+                                                   canonical([asdict(self.fusion), asdict(self.repair)]), guard)
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
             except WallLimitHit:
                 expired = True

@@ -22,6 +22,12 @@ from hpc.graphs.pdag import PDAG, pair_keys
 
 #: The repair's runner in the JVM worker (hpc.learners.tetrad).
 RUNNER = "hpc.learners.tetrad:run_fges_bounded"
+#: A repair round may take GUARD_FACTOR times the estimation's seconds, and at least GUARD_FLOOR seconds;
+#: past that it is cut and the last finished round's graph is kept (the meta says so). On layered
+#: cascades (near-deterministic data, layer-1000) the first round ran over 10 minutes where the whole
+#: estimation took under one; on Alarm, er and sf a round took at most half the estimation's time.
+GUARD_FACTOR = 2.0
+GUARD_FLOOR = 300.0
 
 
 @dataclass(frozen=True)
