@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -82,3 +83,12 @@ def random_small_dag(rng: np.random.Generator, p: int, density: float) -> PDAG:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+def evaluations(checkpoint: Path) -> int:
+    """Evaluations an Auto-SLE training checkpoint holds (0 before it exists)."""
+    try:
+        with h5py.File(checkpoint, "r") as f:
+            return len(f["evaluations/keys"])
+    except (OSError, KeyError):
+        return 0

@@ -16,6 +16,7 @@ from hpc.autosle.checkpoint import Checkpoint
 from hpc.autosle.space import configuration_space, to_spec
 from hpc.autosle.training import TrainingConfig, training_problems
 from hpc.errors import PsleError
+from tests.conftest import evaluations
 
 pytestmark = pytest.mark.jvm
 
@@ -74,15 +75,6 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     with pytest.raises(PsleError, match="not an HDF5 file"):
         Checkpoint(garbage, {"k": 2})
     assert garbage.read_bytes() == b"\x00" * 100  # refused, not overwritten
-
-
-def evaluations(checkpoint: Path) -> int:
-    """Evaluations a training checkpoint holds (0 before it exists)."""
-    try:
-        with h5py.File(checkpoint, "r") as f:
-            return len(f["evaluations/keys"])
-    except (OSError, KeyError):
-        return 0
 
 
 def run_train(tmp: Path, name: str, kill_at: int | None = None) -> subprocess.CompletedProcess | None:

@@ -14,7 +14,7 @@ import h5py
 import pytest
 import yaml
 
-from tests.conftest import psle_experiment
+from tests.conftest import evaluations, psle_experiment
 
 pytestmark = pytest.mark.slurm
 BIN = Path(sys.executable).parent
@@ -211,14 +211,6 @@ def reference_sle(tmp_path_factory) -> dict:
                           str(tmp / "sle.yaml")], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     return yaml.safe_load((tmp / "sle.yaml").read_text())
-
-
-def evaluations(path: Path) -> int:
-    try:
-        with h5py.File(path, "r") as f:
-            return len(f["evaluations/quality"])
-    except (OSError, KeyError):
-        return 0
 
 
 @pytest.mark.slow

@@ -68,7 +68,7 @@ def _scores(est: np.ndarray, true: np.ndarray) -> tuple[float, float, float]:
     return _ratio(2 * tp, 2 * tp + fp + fn), _ratio(tp, tp + fp), _ratio(tp, tp + fn)
 
 
-def _marks(g: PDAG) -> tuple[np.ndarray, np.ndarray]:
+def marks(g: PDAG) -> tuple[np.ndarray, np.ndarray]:
     """Pair keys and a mark code per pair: 1 = low -> high, 2 = high -> low, 3 = undirected."""
     d = g.directed
     keys = np.concatenate([pair_keys(d, g.p), pair_keys(g.undirected, g.p)])
@@ -85,8 +85,8 @@ def compare(estimate: PDAG, truth: PDAG) -> Metrics:
     f1_adj, prec_adj, rec_adj = _scores(estimate.skeleton_keys(), truth.skeleton_keys())
     f1_arr, prec_arr, rec_arr = _scores(np.sort(arrow_keys(estimate.directed, p)),
                                         np.sort(arrow_keys(truth.directed, p)))
-    ek, ec = _marks(estimate)
-    tk, tc = _marks(truth)
+    ek, ec = marks(estimate)
+    tk, tc = marks(truth)
     _, ie, it = np.intersect1d(ek, tk, assume_unique=True, return_indices=True)
     shd = (len(ek) - len(ie)) + (len(tk) - len(it)) + int(np.count_nonzero(ec[ie] != tc[it]))
     return Metrics(f1_adj, prec_adj, rec_adj, f1_arr, prec_arr, rec_arr, shd)

@@ -19,10 +19,8 @@ import yaml
 
 from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
-from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
-from hpc.learners.bic import covariance
-from hpc.learners.members import OK, TIMED_OUT, LearnerError, member_from_spec
+from hpc.learners.members import OK, TIMED_OUT, LearnerError, fit_in_canonical_order, member_from_spec
 
 
 @dataclass
@@ -124,11 +122,7 @@ class SLE:
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> SLE:
         x, variables = as_learnable(x, variables)
-        xc, names, order = canonical_columns(x, variables)
-        self.fit_covariance(covariance(xc), x.shape[0], names)
-        if self.graph_ is not None:
-            self.graph_ = relabel(self.graph_, order, variables)
-        return self
+        return fit_in_canonical_order(self, x, variables)
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> SLE:
         from hpc.executors import SerialExecutor

@@ -43,6 +43,16 @@ def check_runtime() -> None:
         _runtime_checked = True
 
 
+def fit_in_canonical_order(learner: Any, x: np.ndarray, variables: tuple[str, ...]) -> Any:
+    """`learner.fit_covariance` on the columns of `x` in their data-derived order (hpc.graphs.order), with
+    its `graph_` put back over `variables`: the same graph whatever the file's column order."""
+    xc, names, order = canonical_columns(x, variables)
+    learner.fit_covariance(covariance(xc), x.shape[0], names)
+    if learner.graph_ is not None:
+        learner.graph_ = relabel(learner.graph_, order, variables)
+    return learner
+
+
 @dataclass(frozen=True)
 class Param:
     """One learner parameter: its type, default and allowed range, and whether Auto-SLE searches it."""
@@ -141,11 +151,7 @@ class Member:
         variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
         self.validate()
         check_learnable(x, variables)
-        xc, names, order = canonical_columns(x, variables)
-        self.fit_covariance(covariance(xc), x.shape[0], names)
-        if self.graph_ is not None:
-            self.graph_ = relabel(self.graph_, order, variables)
-        return self
+        return fit_in_canonical_order(self, x, variables)
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> Member:
         """Learn from a covariance matrix (divisor n - 1) and sample size: what PEF and the SLE pass."""

@@ -24,7 +24,7 @@ from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
 from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
-from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, run_member
+from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, remaining, run_member
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse, screen_block
@@ -91,15 +91,14 @@ def repair(z: np.ndarray, graph: PDAG, config: RepairConfig, executor, deadline:
     data = executor.scatter(z)
     while len(states) <= config.repair_rounds and (len(states) < 2 or states[-1] != states[-2]):
         pairs = candidate_pairs(states[-1])
-        left = None if deadline is None else max(deadline - time.time(), 0.0)
-        limit = min((t for t in (left, guard) if t is not None), default=None)
+        limit = remaining(guard, deadline)
         show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables, "
                   f"{len(pairs)} candidate pairs")
         begin = time.perf_counter()
         [(_, result)] = list(executor.run(repair_round, [(data, config.repair_penalty, states[-1].directed,
                                                            states[-1].undirected, pairs, executor.task_threads(1),
                                                            limit)]))
-        if result is None and left is not None and (guard is None or left <= guard):
+        if result is None and deadline is not None and time.time() >= deadline:
             raise WallLimitHit
         if result is None:
             show.note(f"repair: round {len(states)} cut after {guard:.0f} s (the guard: {GUARD_FACTOR:g}x the "

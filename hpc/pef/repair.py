@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpc.checks import check_number
+from hpc.graphs.metrics import marks
 from hpc.graphs.pdag import PDAG, pair_keys
 
 #: The repair's runner in the JVM worker (hpc.learners.tetrad).
@@ -48,8 +49,6 @@ class RepairConfig:
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
     """Unique unordered pairs (i < j) of `rows`."""
-    rows = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
-    rows = rows[rows[:, 0] != rows[:, 1]]
     keys = np.unique(pair_keys(rows, p))
     return np.stack([keys // p, keys % p], axis=1) if len(keys) else np.empty((0, 2), dtype=np.int64)
 
@@ -71,20 +70,13 @@ def candidate_pairs(graph: PDAG) -> np.ndarray:
 
 
 def changes(before: PDAG, after: PDAG) -> dict[str, int]:
-    """Edges the repair added, removed and reoriented (same adjacency, other marks), as CPDAGs."""
-    marks_before, marks_after = _marks(before), _marks(after)
-    common = marks_before.keys() & marks_after.keys()
-    return {"edges_added": len(marks_after.keys() - marks_before.keys()),
-            "edges_removed": len(marks_before.keys() - marks_after.keys()),
-            "edges_reoriented": sum(marks_before[k] != marks_after[k] for k in common)}
-
-
-def _marks(g: PDAG) -> dict[int, tuple[int, int] | None]:
-    """Pair key -> (parent, child), or None for an undirected edge."""
-    out: dict[int, tuple[int, int] | None] = {int(k): (int(a), int(b)) for k, (a, b) in
-                                              zip(pair_keys(g.directed, g.p), g.directed)}
-    out.update({int(k): None for k in pair_keys(g.undirected, g.p)})
-    return out
+    """Edges the repair added, removed and reoriented (same adjacency, other marks), as CPDAGs: the three
+    parts of the SHD between `before` and `after`."""
+    bk, bc = marks(before)
+    ak, ac = marks(after)
+    _, ib, ia = np.intersect1d(bk, ak, assume_unique=True, return_indices=True)
+    return {"edges_added": len(ak) - len(ia), "edges_removed": len(bk) - len(ib),
+            "edges_reoriented": int(np.count_nonzero(bc[ib] != ac[ia]))}
 
 
 def repair_round(x: np.ndarray, penalty: float, directed: np.ndarray, undirected: np.ndarray, pairs: np.ndarray,
