@@ -479,6 +479,21 @@ def _weights_option(parser: argparse.ArgumentParser) -> None:
                              "smaller means weaker effects)")
 
 
+def _pef_help() -> str:
+    """The --pef help, with each setting's default read from its config class."""
+    from dataclasses import fields
+
+    from hpc.pef.fusion import FusionConfig
+    from hpc.pef.partition import PartitionConfig
+    from hpc.pef.repair import RepairConfig
+
+    settings = ", ".join(f"{f.name} ({getattr(c, f.name)})" for c in (PartitionConfig(), FusionConfig(), RepairConfig())
+                         for f in fields(c))
+    return (f"PEF settings (default): {settings}; e.g. context (outside variables each cluster's search sees, per "
+            "cluster variable), max_size (split clusters above it; 0: the paper's rule), whole_below (learn smaller "
+            "problems whole), repair_rounds (0: no repair after fusion), repair_block (variables per repair search)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hpc.learners.members import MEMBERS
 
@@ -536,9 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
-                       help="PEF settings: large_fraction, min_large, context (outside variables each cluster's "
-                            "search sees, per cluster variable; default 0), max_size (split clusters above it; "
-                            "default 500; 0: the paper's rule), alpha1, alpha2, prescreen_alpha, penalty")
+                       help=_pef_help())
     learn.add_argument("--time-limit", type=_positive, default=None, metavar="SECONDS",
                        help="per member run (per cluster under PEF)")
     learn.add_argument("--wall-limit", type=_positive, default=None, metavar="SECONDS",

@@ -18,7 +18,7 @@ from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import standardize
 from hpc.pef.pipeline import PEF, repair
-from hpc.pef.repair import RepairConfig, candidate_pairs, changes
+from hpc.pef.repair import RepairConfig, block_search, candidate_pairs, changes, join_blocks, repair_blocks
 from hpc.progress import Progress
 
 PSLE = str(Path(sys.executable).parent / "psle")
@@ -34,6 +34,48 @@ def test_changes_count_added_removed_and_reoriented_edges():
     before = PDAG(tuple("abcd"), [(0, 1), (1, 2)], [(2, 3)])
     after = PDAG(tuple("abcd"), [(1, 0), (0, 3)], [(1, 2)])
     assert changes(before, after) == {"edges_added": 1, "edges_removed": 1, "edges_reoriented": 2}
+
+
+def test_blocks_group_the_clusters_joined_by_the_most_edges_up_to_the_size():
+    clusters = [np.arange(0, 3), np.arange(3, 6), np.arange(6, 9), np.arange(9, 12), np.arange(12, 14)]
+    # clusters 0-2 share two edges, 0-1 one, 1-3 three; cluster 4 is joined to nothing.
+    g = PDAG(tuple(f"v{i}" for i in range(14)), [(0, 6), (1, 7), (2, 3), (4, 9), (5, 10), (3, 11)])
+    blocks = repair_blocks(clusters, g, 6)
+    assert [b.tolist() for b in blocks] == [[0, 1, 2, 6, 7, 8], [3, 4, 5, 9, 10, 11], [12, 13]]
+    assert [b.tolist() for b in repair_blocks(clusters, g, 14)] == [list(range(14))]
+    # at 8: 1-3 (three edges), then 0-2 (two), then the unjoined 4 with the only block it fits beside
+    assert [b.tolist() for b in repair_blocks(clusters, g, 8)] == [[0, 1, 2, 6, 7, 8, 12, 13], [3, 4, 5, 9, 10, 11]]
+
+
+def test_a_block_sees_its_halo_and_decides_the_pairs_with_the_smaller_end_in_it():
+    # 0 -> 1 -> 2 -> 3; blocks {0, 1} and {2, 3}.
+    g = PDAG(tuple("abcd"), [(0, 1), (1, 2), (2, 3)])
+    pairs = candidate_pairs(g)
+    left, right = block_search(g, pairs, np.array([0, 1])), block_search(g, pairs, np.array([2, 3]))
+    assert left.columns.tolist() == [0, 1, 2, 3] and left.core == 2  # 2 adjacent to 1, 3 two steps from 1
+    assert sorted(map(tuple, left.pairs.tolist())) == [(0, 1), (0, 2), (1, 2), (1, 3)]
+    # right's halo holds 1 (adjacent to 2) and 0 (two steps from 2); its pairs are global 2-3, 1-2, 1-3, 0-2
+    assert right.columns.tolist() == [2, 3, 0, 1]
+    assert sorted(tuple(sorted(r)) for r in right.pairs.tolist()) == [(0, 1), (0, 2), (0, 3), (1, 3)]
+    # left says 0 -> 1, 1 -> 2 and adds 0 -> 3; right says 2 -> 3 and 3 -> 1 (a pair left decides: ignored)
+    out = join_blocks(g, [left, right], [(np.array([[0, 1], [1, 2], [0, 3]]), np.empty((0, 2), dtype=np.int64)),
+                                         (np.array([[0, 1], [1, 3]]), np.empty((0, 2), dtype=np.int64))])
+    assert sorted(out.skeleton_keys().tolist()) == [0 * 4 + 1, 0 * 4 + 3, 1 * 4 + 2, 2 * 4 + 3]
+
+
+def test_joined_blocks_reverse_a_cross_edge_that_would_close_a_cycle():
+    # blocks {0, 1} and {2, 3}: left keeps 0 -> 1 and 1 -> 2; right keeps 2 -> 3; the cross pair 0-3, decided by
+    # left as 3 -> 0, would close 0 -> 1 -> 2 -> 3 -> 0.
+    g = PDAG(tuple("abcd"), [(0, 1), (1, 2), (2, 3)], [(0, 3)])
+    pairs = candidate_pairs(g)
+    blocks = [block_search(g, pairs, np.array([0, 1])), block_search(g, pairs, np.array([2, 3]))]
+    none = np.empty((0, 2), dtype=np.int64)
+    left = {int(c): i for i, c in enumerate(blocks[0].columns)}
+    right = {int(c): i for i, c in enumerate(blocks[1].columns)}
+    out = join_blocks(g, blocks, [(np.array([[left[0], left[1]], [left[1], left[2]], [left[3], left[0]]]), none),
+                                  (np.array([[right[2], right[3]]]), none)])
+    # 3 -> 0 reversed: the DAG 0 -> 1 -> 2 -> 3 <- 0, whose CPDAG keeps the collider at 3
+    assert out.directed.tolist() == [[0, 3], [2, 3]] and out.undirected.tolist() == [[0, 1], [1, 2]]
 
 
 def test_canonical_order_follows_the_data_not_the_columns():
@@ -62,10 +104,14 @@ def test_the_repair_adds_the_cross_cluster_edges_fusion_missed_and_no_other():
     fused = dag.with_edges(dag.directed[((dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6))
                                         | (dag.directed[:, 0] == 2)])
     assert len(fused.directed) == 11
-    graph, account = repair(standardize(x, np.float64), dag_to_cpdag(fused), RepairConfig(), SerialExecutor(),
+    graph, account = repair(standardize(x, np.float64), dag_to_cpdag(fused), clusters, RepairConfig(), SerialExecutor(),
                             None, None, Progress(False), "test")
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 2 and account["edges_removed"] == 0
+    # the same with each cluster a block of its own: the halo lets a block join pairs across the cut
+    graph, account = repair(standardize(x, np.float64), dag_to_cpdag(fused), clusters, RepairConfig(repair_block=6),
+                            SerialExecutor(), None, None, Progress(False), "test")
+    assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
 
 
 @pytest.mark.jvm
@@ -132,7 +178,7 @@ def test_a_repair_round_past_its_guard_is_cut_and_the_last_finished_graph_stands
     x, dag, _ = planted_cross_edges()
     fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
     # 1 ms: less than one round trip to the JVM worker and back, on any machine.
-    graph, account = repair(standardize(x, np.float64), fused, RepairConfig(), SerialExecutor(), None, None,
+    graph, account = repair(standardize(x, np.float64), fused, [np.arange(6), np.arange(6, 12)], RepairConfig(), SerialExecutor(), None, None,
                             Progress(False), "test", guard=0.001)
     assert graph == fused and account["rounds"] == [{"round": 1, "cut_after_seconds": 0.0}]
     assert account["edges_added"] == account["edges_removed"] == account["edges_reoriented"] == 0

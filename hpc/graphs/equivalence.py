@@ -49,6 +49,21 @@ def is_acyclic(g: PDAG) -> bool:
     return True
 
 
+def reaches(children: list[set[int]], source: int, target: int) -> bool:
+    """Whether a directed path leads from `source` to `target` (`children`: each node's children), which
+    decides whether adding target -> source would close a cycle."""
+    stack, seen = [source], {source}
+    while stack:
+        v = stack.pop()
+        if v == target:
+            return True
+        for c in children[v]:
+            if c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return False
+
+
 def is_dag(g: PDAG) -> bool:
     return g.is_directed and is_acyclic(g)
 

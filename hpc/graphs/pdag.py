@@ -201,7 +201,7 @@ class PDAG:
         remap = np.array([index[v] for v in self.variables], dtype=np.int64)
         return PDAG(tuple(variables), remap[self.directed], remap[self.undirected])
 
-    def subgraph(self, nodes: Sequence[int]) -> PDAG:
+    def subgraph(self, nodes: Sequence[int] | np.ndarray) -> PDAG:
         """The graph induced on `nodes` (in that order), renumbered 0..len(nodes)-1."""
         index = np.asarray(nodes, dtype=np.int64)
         remap = np.full(self.p, -1, dtype=np.int64)

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from hpc.checks import check_number
+from hpc.graphs.equivalence import reaches
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import residual_variance
 
@@ -200,19 +201,6 @@ def _residual_variance(z: np.ndarray, j: int, cond: list[int]) -> float:
     return residual_variance(z[:, t].T @ z[:, t], 0, np.arange(1, len(t)))
 
 
-def _reaches(children: list[set[int]], source: int, target: int) -> bool:
-    stack, seen = [source], {source}
-    while stack:
-        v = stack.pop()
-        if v == target:
-            return True
-        for c in children[v]:
-            if c not in seen:
-                seen.add(c)
-                stack.append(c)
-    return False
-
-
 Blocks = list[tuple[np.ndarray, np.ndarray]]
 Screener = Callable[[np.ndarray, Blocks, ParentSets, int, FusionConfig],
                     Iterable[tuple[np.ndarray, np.ndarray, int]]]
@@ -286,9 +274,9 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
         gain_ji = 0.5 * n * np.log(_residual_variance(z, i, sorted(pa[i])) / _residual_variance(z, i, sorted(pa[i] | {j})))
         if 2 * min(gain_ij, gain_ji) <= penalty:
             continue
-        if _reaches(children, j, i):
+        if reaches(children, j, i):
             a, b = j, i
-        elif _reaches(children, i, j):
+        elif reaches(children, i, j):
             a, b = i, j
         else:
             a, b = (i, j) if gain_ij >= gain_ji else (j, i)

@@ -31,7 +31,8 @@ from hpc.pef.fusion import FusionConfig, fuse, screen_block
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
-from hpc.pef.repair import GUARD_FACTOR, GUARD_FLOOR, RepairConfig, candidate_pairs, changes, repair_round
+from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
+                             join_blocks, repair_blocks, repair_search)
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -77,39 +78,49 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
     return screen
 
 
-def repair(z: np.ndarray, graph: PDAG, config: RepairConfig, executor, deadline: float | None,
-           memory: RunCheckpoint | None, show: Progress, key: str, guard: float | None = None) -> tuple[PDAG, dict]:
+def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
+           deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str,
+           guard: float | None = None) -> tuple[PDAG, dict]:
     """Up to `config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), until a
-    round changes nothing or one runs past `guard` seconds (then the last finished round's graph stands);
-    each round is kept in the checkpoint under `key` (the fusion and repair settings). Returns the
-    repaired CPDAG and its account (what changed, seconds)."""
+    round changes nothing or every block of one runs past `guard` seconds (then the last finished round's
+    graph stands; a block cut alone keeps its start graph); each round is kept in the checkpoint under
+    `key` (the fusion and repair settings). Returns the repaired CPDAG and its account (what changed,
+    seconds)."""
     done = [] if memory is None else memory.repaired_under(key)
     if done:
         show.note(f"resuming the repair: {len(done)} round{'s' * (len(done) != 1)} already done")
     states = [graph, *(graph.with_edges(d, u) for d, u, _ in done)]
     rounds = [{"round": r + 1, "seconds": round(float(t), 3), "resumed": True} for r, (_, _, t) in enumerate(done)]
     data = executor.scatter(z)
+    cores = repair_blocks(clusters, graph, config.repair_block)
     while len(states) <= config.repair_rounds and (len(states) < 2 or states[-1] != states[-2]):
         pairs = candidate_pairs(states[-1])
+        blocks = [block_search(states[-1], pairs, core) for core in cores]
         limit = remaining(guard, deadline)
-        show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables, "
-                  f"{len(pairs)} candidate pairs")
+        show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables "
+                  f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
         begin = time.perf_counter()
-        [(_, result)] = list(executor.run(repair_round, [(data, config.repair_penalty, states[-1].directed,
-                                                           states[-1].undirected, pairs, executor.task_threads(1),
-                                                           limit)]))
-        if result is None and deadline is not None and time.time() >= deadline:
+        threads = executor.task_threads(len(blocks))
+        results: list = [None] * len(blocks)
+        for b, result in executor.run(repair_search, [(data, block, config.repair_penalty, threads, limit)
+                                                       for block in blocks]):
+            results[b] = result
+        if any(r is None for r in results) and deadline is not None and time.time() >= deadline:
             raise WallLimitHit
-        if result is None:
+        cut = sum(r is None for r in results)
+        if cut == len(blocks):
             show.note(f"repair: round {len(states)} cut after {guard:.0f} s (the guard: {GUARD_FACTOR:g}x the "
                       f"estimation's seconds, at least {GUARD_FLOOR:g} s); round {len(states) - 1}'s graph stands")
             rounds.append({"round": len(states), "cut_after_seconds": round(guard, 1)})
             break
-        states.append(graph.with_edges(*result))
+        states.append(join_blocks(states[-1], blocks, results))
         spent = time.perf_counter() - begin
         if memory is not None:
             memory.put_repaired(key, (states[-1].directed, states[-1].undirected, spent))
-        rounds.append({"round": len(states) - 1, "candidate_pairs": int(len(pairs)), "seconds": round(spent, 3)})
+        rounds.append({"round": len(states) - 1, "blocks": len(blocks), "candidate_pairs": int(len(pairs)),
+                       "seconds": round(spent, 3), **({"blocks_cut": cut} if cut else {})})
+        if cut:
+            show.note(f"repair: {cut} of {len(blocks)} blocks cut after {guard:.0f} s; they keep their start graph")
     account = changes(graph, states[-1])
     show.note("repair: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()))
     return states[-1], {**account, "penalty": config.repair_penalty, "rounds": rounds}
@@ -374,8 +385,8 @@ class PEF:
         if not expired and self.repair.repair_rounds and self.graph_ is not None and len(clusters) > 1:
             try:
                 guard = max(GUARD_FLOOR, GUARD_FACTOR * seconds["estimation"])
-                self.graph_, self.repair_ = repair(z, self.graph_, self.repair, executor, deadline, memory, show,
-                                                   canonical([asdict(self.fusion), asdict(self.repair)]), guard)
+                self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, executor, deadline, memory,
+                                                   show, canonical([asdict(self.fusion), asdict(self.repair)]), guard)
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
             except WallLimitHit:
                 expired = True
