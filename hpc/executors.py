@@ -258,7 +258,7 @@ class SlurmDaskExecutor(DaskExecutor):
         from dask.distributed import Client
         from dask_jobqueue import SLURMCluster
 
-        from hpc.launch.container import image_python
+        from hpc.container import image_python
 
         prologue = ["export PYTHONHASHSEED=0"]
         python = image_python(container) if container else None

@@ -10,18 +10,31 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from hpc.errors import PsleError
 from hpc.graphs.metrics import METRIC_INFO
 
-# Every declared metric gets a column (hpc.graphs.metrics.METRIC_INFO), so none is dropped on the way.
-COLUMNS = ["experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "time_limit", "wall_limit",
-           *METRIC_INFO, "clusters", "largest_cluster", "clusters_finished", "selection", "selector",
-           "member_seconds"]
+#: A result row's fields (hpc.launch.tasks writes them, `collect` reads them): the task, then every declared
+#: metric (hpc.graphs.metrics.METRIC_INFO, so none is dropped on the way), then a PEF run's account.
+TASK_FIELDS = ("experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "time_limit", "wall_limit")
+PEF_FIELDS = ("clusters", "largest_cluster", "clusters_finished", "selection", "selector", "member_seconds")
+COLUMNS = [*TASK_FIELDS, *METRIC_INFO, *PEF_FIELDS]
 REQUIRED = ("method", "network", "seed", "status")
 RESULT_NAME = re.compile(r"seed\d+\.json")  # not seed<k>.graph.json or seed<k>.runs.json
+
+
+def pef_fields(account: dict[str, Any]) -> dict[str, Any]:
+    """A PEF run's columns from its account (the graph's `meta`): how far it got (clusters finished, for a
+    timed-out run), which selector chose the members (its file's digest) and what the member runs cost, the
+    price selection exists to cut."""
+    clusters = account["clusters"]
+    return {"clusters": len(clusters), "largest_cluster": max(c["size"] for c in clusters),
+            "clusters_finished": sum(c["winner"] is not None for c in clusters), "selection": account["selection"],
+            "selector": account["selector"]["sha256"][:12] if "selector" in account else None,
+            "member_seconds": round(sum(r.get("seconds", 0.0) for c in clusters for r in c["runs"]), 3)}
 
 
 def result_files(root: str | Path) -> list[Path]:

@@ -155,7 +155,7 @@ def write_ensemble(path: str | Path, members: list[dict[str, Any]], rounds: list
 def train_ensemble(config: Any, checkpoint: str | Path, output: str | Path, executor: Any,
                    progress: bool = True) -> Any:
     """Auto-SLE from (or resuming) `checkpoint`, then the ensemble file `output`."""
-    from hpc.autosle.train import train
+    from hpc.train.autosle import train
 
     result = train(config, str(checkpoint), executor, progress)
     write_ensemble(output, result.members, result.rounds, config.settings())

@@ -27,7 +27,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import GroupKFold
 
 from hpc.pef.pipeline import RUNAWAY_FLOOR
-from hpc.select.evaluate import play, weighted_q
+from hpc.train.evaluate import play, weighted_q
 from hpc.select.examples import Example, load_examples
 from hpc.select.selector import FOREST, Selector, order_of
 

@@ -3,7 +3,7 @@
 The BASE records' clusters are the test set throughout: five folds grouped by problem (each problem's
 clusters chosen by a selector fit on the other folds) and one family held out at a time. The ADDED
 records only ever join the training side, so both rows score the same clusters with the same policy
-(hpc.select.evaluate: run the first, fall back where it fails). Size-weighted Q = F1-adjacency +
+(hpc.train.evaluate: run the first, fall back where it fails). Size-weighted Q = F1-adjacency +
 F1-arrowhead, per family, over all clusters and over clusters of at least 300 variables.
 
     python scripts/bench_selector_added.py --base OLD.h5 [...] --added NEW.h5 [...] [--tolerance 0.01]
@@ -16,7 +16,7 @@ import warnings
 
 from sklearn.model_selection import GroupKFold
 
-from hpc.select.evaluate import cross_validate, selection_quality
+from hpc.train.evaluate import cross_validate, selection_quality
 from hpc.select.examples import Example, load_examples
 from hpc.select.selector import Selector
 

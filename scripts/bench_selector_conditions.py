@@ -5,7 +5,7 @@ or weaker effects, `--weights LOW HIGH`), the truth selector fit on the BASE rec
 refit with the other conditions' records too, held out by
 problem (each test problem's clusters are chosen by a selector fit without that problem), beside
 the best single member in hindsight and the per-cluster oracle. Size-weighted Q = F1-adjacency +
-F1-arrowhead, the policy PEF uses (hpc.select.evaluate: run the first, fall back where it fails).
+F1-arrowhead, the policy PEF uses (hpc.train.evaluate: run the first, fall back where it fails).
 
     python scripts/bench_selector_conditions.py --base BASE.h5 [...] --test N200.h5 [N6000.h5 ...] [--tolerance 0.01]
 
@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from hpc.select.evaluate import play, weighted_q
+from hpc.train.evaluate import play, weighted_q
 from hpc.select.examples import Example, label, load_examples
 from hpc.select.selector import Selector
 

@@ -1,7 +1,7 @@
 """Which selector model chooses best on clusters of a family it has never seen?
 
 Cross-validates model variants on selection records (`psle records`), holding out one family (or
-one problem) at a time, and scores each with the policy PEF uses (hpc.select.evaluate): run the
+one problem) at a time, and scores each with the policy PEF uses (hpc.train.evaluate): run the
 top-ranked member, fall back where it fails, size-weighted Q = F1-adjacency + F1-arrowhead.
 
     python scripts/bench_selector_models.py RECORDS.h5 [MORE.h5 ...] [--portfolio portfolio] [--by family|problem]
@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-from hpc.select.evaluate import selection_quality
+from hpc.train.evaluate import selection_quality
 from hpc.select.examples import Example, load_examples, scores
 from hpc.select.selector import FOREST, Selector, order_of
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
-from hpc.autosle.checkpoint import Checkpoint
-from hpc.autosle.space import configuration_space, to_spec
-from hpc.autosle.training import TrainingConfig, training_problems
+from hpc.train.checkpoint import Checkpoint
+from hpc.train.space import configuration_space, to_spec
+from hpc.train.problems import TrainingConfig, training_problems
 from hpc.errors import PsleError
 from tests.conftest import evaluations
 
@@ -32,7 +32,7 @@ def test_training_problems_follow_the_settings():
 
 
 def test_training_problems_of_weaker_effects_are_the_same_problems_with_smaller_weights():
-    from hpc.autosle.training import materialise
+    from hpc.train.problems import materialise
 
     paper = TrainingConfig(problems=3, min_nodes=20, max_nodes=60, seed=2)
     weak = TrainingConfig(problems=3, min_nodes=20, max_nodes=60, seed=2, weights=(0.1, 0.3))
@@ -124,7 +124,7 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(tmp_path):
 
 
 def test_ensemble_quality_by_objective_by_hand():
-    from hpc.autosle.train import TrainConfig, ensemble_quality
+    from hpc.train.autosle import TrainConfig, ensemble_quality
 
     q = [np.array([1.0, 0.5, 0.9]), np.array([0.6, 1.2, 0.3])]
     bic = [np.array([-10.0, -5.0, np.nan]), np.array([-5.0, -1.0, np.nan])]  # problem 2: both runs failed

@@ -46,7 +46,7 @@ def test_a_wheel_installed_into_a_fresh_venv_learns_with_the_shipped_selector_an
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     # The shipped selector and portfolio are package data: the default run reads them from the wheel.
-    assert "8 members; truth selector" in run.stderr, run.stderr
+    assert "'truth' selector expects to do best there, of 8 learners" in run.stderr, run.stderr
     run = subprocess.run([psle, "learn", "p.h5", "--selection", "all", "--serial", "-o", "h.json"], cwd=work,
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0 and "p-sle (learned ensemble, 4 members)" in run.stderr, run.stderr

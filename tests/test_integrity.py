@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from hpc.autosle.checkpoint import Checkpoint
+from hpc.train.checkpoint import Checkpoint
 from hpc.data.generate import benchmark_problem
 from hpc.data.problem import read_problem, write_problem
 from hpc.errors import PsleError

@@ -156,7 +156,7 @@ def test_the_checkpoint_keeps_repair_rounds_per_settings_and_refuses_older_forma
     import h5py
 
     from hpc.errors import PsleError
-    from hpc.pef.checkpoint import FORMAT, RunCheckpoint
+    from hpc.pef.checkpoint import STORE, RunCheckpoint
 
     path = tmp_path / "run.h5"
     memory = RunCheckpoint(path, {"data": "x"})
@@ -168,7 +168,7 @@ def test_the_checkpoint_keeps_repair_rounds_per_settings_and_refuses_older_forma
     for version in (1, 2, 3):  # their runs followed the file's column order: refused, not resumed
         old = tmp_path / f"v{version}.h5"
         with h5py.File(old, "w") as f:
-            f.attrs["format"], f.attrs["version"] = FORMAT, version
+            f.attrs["format"], f.attrs["version"] = STORE.tag, version
         with pytest.raises(PsleError, match=rf"earlier psle \(format version {version}\).*delete it"):
             RunCheckpoint(old, {"data": "x"})
 

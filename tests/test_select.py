@@ -18,8 +18,8 @@ from hpc.executors import SerialExecutor
 from hpc.pef.partition import PartitionConfig
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
-from hpc.select.records import (RecordsConfig, build_records, problem_clusters, read_records, record_problems,
-                                restricted_truth)
+from hpc.select.records import read_records
+from hpc.train.records import RecordsConfig, build_records, problem_clusters, record_problems, restricted_truth
 from hpc.select.examples import Example, examples_from_rows, label, load_examples, scores
 from hpc.select.selector import Selector, load_selector
 
@@ -119,7 +119,7 @@ def test_a_bic_recorded_as_nan_is_unknown_not_a_winner():
 def test_cross_validation_adds_extra_examples_to_training_only_outside_the_held_out_group(monkeypatch):
     """Records added to a fit (to see whether they help) must never leak the held-out family into training,
     nor be scored themselves."""
-    import hpc.select.evaluate as evaluate
+    import hpc.train.evaluate as evaluate
 
     def fam(e, family, size):
         return replace(e, family=family, group=family, size=size)
@@ -151,7 +151,7 @@ def test_records_hold_every_member_on_every_cluster_and_resume_without_rerunning
     assert len(examples) * 2 == len(doc["rows"]) and {e.family for e in examples} == {"hub", "bnlearn"}
     assert all(r["status"] == "ok" and 0 <= r["f1_adjacent"] <= 1 for r in doc["rows"])
     # Resuming finds nothing to do: any member run would fail this test.
-    import hpc.select.records as records
+    import hpc.train.records as records
 
     monkeypatch.setattr(records, "run_member", lambda *a: pytest.fail("a finished run was run again"))
     again = build_records(config, PAIR, path, SerialExecutor())
@@ -175,7 +175,7 @@ def test_records_of_weaker_effects_cluster_other_data():
 def test_records_of_an_older_feature_set_are_upgraded_without_rerunning_members(small_records, tmp_path):
     """An older psle's records (here: the first 20 features, one cluster's data since changed) get
     this version's features; the changed cluster is dropped rather than paired with new data."""
-    from hpc.autosle.checkpoint import canonical
+    from hpc.store import canonical
     from hpc.select.records import COLUMNS, content_hash
 
     path = small_records[0]
@@ -465,10 +465,11 @@ def test_records_of_other_members_on_the_same_problems_join_per_cluster(small_re
 
 
 def test_psle_learn_selects_per_cluster_by_default_but_runs_all_of_a_users_own_ensemble():
-    from hpc.cli import build_parser, _method_spec
+    from hpc.cli import build_parser
+    from hpc.cli.learn import method_spec
 
     def spec(*argv):
-        return _method_spec(build_parser().parse_args(["learn", "d.csv", "-o", "g.json", *argv]))
+        return method_spec(build_parser().parse_args(["learn", "d.csv", "-o", "g.json", *argv]))
 
     default = spec()
     assert (default.selection, default.selector, default.sle) == ("predicted", "truth", None)
@@ -665,7 +666,7 @@ def test_members_that_time_out_with_another_are_read_from_the_records_censoring(
 
 
 def test_the_scored_policy_runs_the_next_member_where_the_chosen_one_failed():
-    from hpc.select.evaluate import play, selection_quality
+    from hpc.train.evaluate import play, selection_quality
 
     e = example([-10, -20, -30], [1.0, 1.6, 1.2], [5.0, 2.0, 1.0], ok=[False, True, True])
     assert play(e, [0, 2, 1]) == (2, 6.0)  # 0 failed after 5 s, 2 succeeded after 1 s more
@@ -722,7 +723,7 @@ def test_a_selector_summary_counts_each_members_wins_where_it_finished():
 
 
 def test_cli_selector_show_names_the_shipped_selector_its_training_and_every_member(tmp_path):
-    from hpc.cli import member_repr
+    from hpc.cli.learn import member_repr
 
     truth = load_selector("truth")
     out = subprocess.run([*PSLE, "selector", "show"], capture_output=True, text=True, check=True).stdout

@@ -216,8 +216,8 @@ def reference_sle(tmp_path_factory) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("preempt", [["scontrol", "requeue"], ["scancel", "--signal=USR2"]])
 def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, preempt):
-    from hpc.autosle.train import TrainConfig
-    from hpc.autosle.training import TrainingConfig
+    from hpc.train.autosle import TrainConfig
+    from hpc.train.problems import TrainingConfig
     from hpc.launch.slurm import submit_train
 
     ckpt, out = tmp_path / "ck.h5", tmp_path / "sle.yaml"

@@ -144,36 +144,7 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         return _mosaic(n_nodes, m, rng)
     if model == "layer":
         return _layered(n_nodes, m, rng)
-    seed = int(rng.integers(2**31))
-    if model == "er":
-        graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
-    elif model == "sf":
-        core = 2 * m + 1
-        if n_nodes <= core:
-            raise PsleError(f"a scale-free graph needs more than {core} nodes, got {n_nodes}")
-        graph = nx.barabasi_albert_graph(n_nodes, m, seed=seed, initial_graph=nx.complete_graph(core))
-    elif model == "ws":
-        if n_nodes <= 2 * m:
-            raise PsleError(f"a Watts-Strogatz graph needs more than {2 * m} nodes, got {n_nodes}")
-        graph = nx.watts_strogatz_graph(n_nodes, 2 * m, rewire, seed=seed)
-    elif model == "hub":
-        if n_nodes <= HUB_DEGREE:
-            raise PsleError(f"a hub graph needs more than {HUB_DEGREE} nodes, got {n_nodes}")
-        graph = nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
-    elif model == "sbm":
-        graph = _block_graph(n_nodes, m, rng, seed)
-    elif model == "plc":
-        if n_nodes <= m:
-            raise PsleError(f"a clustered scale-free graph needs more than {m} nodes, got {n_nodes}")
-        graph = nx.powerlaw_cluster_graph(n_nodes, m, PLC_TRIANGLES, seed=seed)
-    elif model == "geo":
-        # Expected degree (p - 1)·pi·r^2 = 2m, less at the square's edges: boundary nodes lose up to
-        # three quarters of their disc, so r is raised by the disc share kept on average, 1 - 4r/(3 pi).
-        radius = math.sqrt(2 * m / (max(n_nodes - 1, 1) * math.pi))
-        radius /= 1 - 4 * min(radius, 1.0) / (3 * math.pi)
-        graph = nx.random_geometric_graph(n_nodes, min(radius, math.sqrt(2)), seed=seed)
-    else:
-        raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
+    graph = _skeleton(model, n_nodes, m, rewire, rng, int(rng.integers(2**31)))
     edges = np.array(sorted(graph.edges()), dtype=np.int64).reshape(-1, 2)
     rank = rng.permutation(n_nodes)
     if model == "hub":
@@ -181,6 +152,39 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         edges = edges[np.unique(pair_keys(edges, n_nodes), return_index=True)[1]]
     edges = np.where((rank[edges[:, 0]] < rank[edges[:, 1]])[:, None], edges, edges[:, ::-1])
     return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges)
+
+
+def _skeleton(model: str, n_nodes: int, m: int, rewire: float, rng: np.random.Generator, seed: int) -> nx.Graph:
+    """The undirected graph of a networkx-drawn model (see random_dag), from `seed`."""
+    if model == "er":
+        return nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
+    elif model == "sf":
+        core = 2 * m + 1
+        if n_nodes <= core:
+            raise PsleError(f"a scale-free graph needs more than {core} nodes, got {n_nodes}")
+        return nx.barabasi_albert_graph(n_nodes, m, seed=seed, initial_graph=nx.complete_graph(core))
+    elif model == "ws":
+        if n_nodes <= 2 * m:
+            raise PsleError(f"a Watts-Strogatz graph needs more than {2 * m} nodes, got {n_nodes}")
+        return nx.watts_strogatz_graph(n_nodes, 2 * m, rewire, seed=seed)
+    elif model == "hub":
+        if n_nodes <= HUB_DEGREE:
+            raise PsleError(f"a hub graph needs more than {HUB_DEGREE} nodes, got {n_nodes}")
+        return nx.gnm_random_graph(n_nodes, min(m * n_nodes, n_nodes * (n_nodes - 1) // 2), seed=seed)
+    elif model == "sbm":
+        return _block_graph(n_nodes, m, rng, seed)
+    elif model == "plc":
+        if n_nodes <= m:
+            raise PsleError(f"a clustered scale-free graph needs more than {m} nodes, got {n_nodes}")
+        return nx.powerlaw_cluster_graph(n_nodes, m, PLC_TRIANGLES, seed=seed)
+    elif model == "geo":
+        # Expected degree (p - 1)·pi·r^2 = 2m, less at the square's edges: boundary nodes lose up to
+        # three quarters of their disc, so r is raised by the disc share kept on average, 1 - 4r/(3 pi).
+        radius = math.sqrt(2 * m / (max(n_nodes - 1, 1) * math.pi))
+        radius /= 1 - 4 * min(radius, 1.0) / (3 * math.pi)
+        return nx.random_geometric_graph(n_nodes, min(radius, math.sqrt(2)), seed=seed)
+    else:
+        raise PsleError(f"unknown graph model {model!r}; choose one of {', '.join(GRAPH_MODELS)}")
 
 
 def _block_graph(n_nodes: int, m: int, rng: np.random.Generator, seed: int) -> nx.Graph:

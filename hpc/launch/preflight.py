@@ -113,7 +113,7 @@ def check_task(cfg: Any) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0):
             raise PsleError(f"{name}={value}: must be a positive number of seconds, or null for none")
     if cfg.task == "train":
-        from hpc.autosle.space import check_space
+        from hpc.train.space import check_space
 
         try:
             check_space(tuple(cfg.train.get("space") or ()))

@@ -14,7 +14,7 @@ from typing import Any
 
 import submitit
 
-from hpc.launch.container import image_python
+from hpc.container import image_python
 from hpc.launch.preflight import check_slurm_launcher
 
 

@@ -109,26 +109,16 @@ def selection_settings(cfg: Any) -> dict[str, Any]:
 
 
 def learn_task(cfg: Any) -> dict[str, Any]:
-    from hpc.data.generate import WEIGHTS
-    from hpc.graphs.io import write_json
-    from hpc.graphs.metrics import evaluate
+    """One (method, dataset, seed) of an experiment: its result row, graph (or run account) and checkpoint beside
+    the row; an existing row for the same dataset settings is kept and the task skipped."""
     from hpc.executors import announce_dashboard, executor_from_config
-    from hpc.pef.pipeline import PEF
     from hpc.resources import PeakMemory
     from hpc.run import build_estimator, graph_meta
 
     out = result_path(cfg)
     asked = None if cfg.dataset.kind == "file" else data_settings(cfg.dataset)
     if out.is_file():
-        row = json.loads(out.read_text())
-        # Rows from before the weights setting existed were all made with the paper's weights, and replicas
-        # from before the order setting existed in the generator's order.
-        legacy = {"weights": list(WEIGHTS), **({"order": "generator"} if asked and "order" in asked else {})}
-        if asked is not None and {**legacy, **row.get("dataset", asked)} != asked:
-            raise PsleError(f"{out} holds a result for dataset settings {row['dataset']}, not the {asked} asked; "
-                            "move it away or write elsewhere (results_dir=...)")
-        print(f"psle: {out} exists; task skipped (delete it to run again)", file=sys.stderr, flush=True)
-        return {**row, "skipped": True}
+        return existing_result(out, asked)
     out.parent.mkdir(parents=True, exist_ok=True)
     x, variables, truth = load_dataset(cfg.dataset, cfg.seed)
     with executor_from_config(cfg.executor) as executor, PeakMemory() as memory:
@@ -142,28 +132,49 @@ def learn_task(cfg: Any) -> dict[str, Any]:
                                   cfg.get("progress", True), checkpoint=resume)
         learner.fit(x, variables)
         seconds = time.perf_counter() - start
-    # A run over its wall limit, or a PEF run with a cluster that got no result, is not the method's answer.
-    status = learner.status_
-    row: dict[str, Any] = {"experiment": cfg.experiment_name, "method": method_label(cfg),
-                           "network": cfg.dataset.network, "nodes": cfg.dataset.get("nodes"), "p": len(variables),
-                           "dataset": asked,
-                           "edges": None if truth is None else len(truth.directed),
-                           "seed": cfg.seed, "status": status, "seconds": round(seconds, 3),
-                           "peak_mb": round(memory.peak / 2**20), "time_limit": cfg.time_limit,
-                           "wall_limit": cfg.get("wall_limit")}
     # The learner's own account (per-cluster runs, winners and seconds, fusion statistics) travels with the graph,
     # or, with no graph to score, stands alone: which member runs finished, failed or were cut, and when, says why.
     account = graph_meta(learner, method_label(cfg), seconds, seed=cfg.seed)
-    if isinstance(learner, PEF):
-        row["clusters"] = len(learner.clusters_)
-        row["largest_cluster"] = max(len(c) for c in learner.clusters_)
-        row["clusters_finished"] = sum(w is not None for w in learner.winners_)  # how far a timed-out run got
-        # Which selector chose the members (its file's digest), so a table of rows says what produced each one,
-        # and what the member runs cost, the price selection exists to cut.
-        row["selection"] = account["selection"]
-        row["selector"] = account["selector"]["sha256"][:12] if "selector" in account else None
-        row["member_seconds"] = round(sum(r.get("seconds", 0.0) for c in account["clusters"] for r in c["runs"]), 3)
-    if status == "ok":
+    row = write_result(out, cfg, learner, account, truth, {
+        "experiment": cfg.experiment_name, "method": method_label(cfg), "network": cfg.dataset.network,
+        "nodes": cfg.dataset.get("nodes"), "p": len(variables), "dataset": asked,
+        "edges": None if truth is None else len(truth.directed), "seed": cfg.seed,
+        # A run over its wall limit, or a PEF run with a cluster that got no result, is not the method's answer.
+        "status": learner.status_, "seconds": round(seconds, 3), "peak_mb": round(memory.peak / 2**20),
+        "time_limit": cfg.time_limit, "wall_limit": cfg.get("wall_limit")})
+    scores = (f", F1 {row['f1_adjacent']:.3f} / {row['f1_arrowhead']:.3f}, SHD {row['shd']}"
+              if "f1_adjacent" in row else "")
+    print(f"psle: {row['status']} in {seconds:.1f} s{scores} -> {out}", file=sys.stderr, flush=True)
+    if resume is not None:
+        resume.unlink(missing_ok=True)  # the result is written: nothing left to resume
+    return row
+
+
+def existing_result(out: Path, asked: dict[str, Any] | None) -> dict[str, Any]:
+    """A result already there, if it is for the dataset settings asked (a task rerun skips it)."""
+    from hpc.data.generate import WEIGHTS
+
+    row = json.loads(out.read_text())
+    # Rows from before the weights setting existed were all made with the paper's weights, and replicas
+    # from before the order setting existed in the generator's order.
+    legacy = {"weights": list(WEIGHTS), **({"order": "generator"} if asked and "order" in asked else {})}
+    if asked is not None and {**legacy, **row.get("dataset", asked)} != asked:
+        raise PsleError(f"{out} holds a result for dataset settings {row['dataset']}, not the {asked} asked; "
+                        "move it away or write elsewhere (results_dir=...)")
+    print(f"psle: {out} exists; task skipped (delete it to run again)", file=sys.stderr, flush=True)
+    return {**row, "skipped": True}
+
+
+def write_result(out: Path, cfg: Any, learner: Any, account: dict[str, Any], truth: Any,
+                 row: dict[str, Any]) -> dict[str, Any]:
+    """The row (hpc.results' fields), with the graph and its scores, or the run's account when it has none."""
+    from hpc.graphs.io import write_json
+    from hpc.graphs.metrics import evaluate
+    from hpc.results import pef_fields
+
+    if "clusters" in account:
+        row |= pef_fields(account)
+    if row["status"] == "ok":
         graph_file = out.with_suffix(".graph.json")
         write_json(graph_file, learner.graph_, account)
         row["graph"] = graph_file.name
@@ -171,21 +182,16 @@ def learn_task(cfg: Any) -> dict[str, Any]:
             row.update(evaluate(learner.graph_, truth).as_dict())
     else:
         runs_file = out.with_suffix(".runs.json")
-        write_text_atomic(runs_file, dumps({**account, "status": status}, indent=1) + "\n")
+        write_text_atomic(runs_file, dumps({**account, "status": row["status"]}, indent=1) + "\n")
         row["runs"] = runs_file.name
     write_text_atomic(out, dumps(row, indent=1) + "\n")
-    scores = (f", F1 {row['f1_adjacent']:.3f} / {row['f1_arrowhead']:.3f}, SHD {row['shd']}"
-              if "f1_adjacent" in row else "")
-    print(f"psle: {status} in {seconds:.1f} s{scores} -> {out}", file=sys.stderr, flush=True)
-    if resume is not None:
-        resume.unlink(missing_ok=True)  # the result is written: nothing left to resume
     return row
 
 
 def train_task(cfg: Any) -> dict[str, Any]:
-    from hpc.autosle.space import PAPER_SPACE
-    from hpc.autosle.train import TrainConfig
-    from hpc.autosle.training import TrainingConfig
+    from hpc.train.space import PAPER_SPACE
+    from hpc.train.autosle import TrainConfig
+    from hpc.train.problems import TrainingConfig
     from hpc.data.generate import WEIGHTS
     from hpc.executors import executor_from_config
     from hpc.run import train_ensemble

@@ -116,6 +116,10 @@ class SLE:
         self.executor = executor
         self.wall_limit = wall_limit
 
+    def ensemble(self) -> list[dict[str, Any]]:
+        """The members that run (as PEF.ensemble)."""
+        return list(self.members)
+
     def validate(self) -> None:
         check_members(self.members, self.time_limit, "an ensemble needs at least one member")
         check_wall_limit(self.wall_limit, "SLE")

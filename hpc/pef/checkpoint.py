@@ -26,17 +26,15 @@ from typing import Any
 import h5py
 import numpy as np
 
-from hpc.atomic import atomic_path
-from hpc.autosle.checkpoint import canonical
-from hpc.errors import PsleError
-from hpc.h5read import read_h5
 from hpc.learners.ensemble import MemberRun
+from hpc.store import StoreFormat, canonical, check_settings, check_sha256, read_store, writing
 
-FORMAT = "psle-learn-checkpoint"
-#: 2 added the count of recorded runs, 3 fusion's screened blocks, 4 the repair's rounds and the data in its
-#: canonical column order (hpc.graphs.order). Versions 1-3 hold runs made in the file's column order, so
-#: they are refused with a message saying so, rather than resumed into a different order.
-VERSION = 4
+#: Version 2 added the count of recorded runs, 3 fusion's screened blocks, 4 the repair's rounds and the data
+#: in its canonical column order (hpc.graphs.order). Versions 1-3 hold runs made in the file's column order,
+#: so they are refused with a message saying so, rather than resumed into a different order.
+_COLUMN_ORDER = "whose runs followed the file's column order; delete it to start afresh"
+STORE = StoreFormat("psle-learn-checkpoint", 4, "psle learn checkpoint", {1: _COLUMN_ORDER, 2: _COLUMN_ORDER,
+                                                                          3: _COLUMN_ORDER})
 
 Screened = tuple[np.ndarray, np.ndarray, int]  # F1 of one cluster pair: pairs found, their p-values, pairs tested
 
@@ -82,22 +80,12 @@ class RunCheckpoint:
             self._load()
 
     def _load(self) -> None:
-        read_h5(self.path, self._read, "checkpoint")
+        read_store(self.path, self._read, "checkpoint")
 
     def _read(self, f: h5py.File) -> None:
-        if f.attrs.get("format") != FORMAT:
-            raise PsleError(f"{self.path}: not a psle learn checkpoint; refusing to use or overwrite it")
-        version = int(f.attrs.get("version", -1))
-        if version in (1, 2, 3):
-            raise PsleError(f"{self.path}: checkpoint of an earlier psle (format version {version}), whose runs "
-                            "followed the file's column order; delete it to start afresh")
-        if version != VERSION:
-            raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
-        saved = json.loads(f.attrs["settings"])
-        if saved != json.loads(canonical(self.settings)):
-            differ = sorted(k for k in set(saved) | set(self.settings) if saved.get(k) != self.settings.get(k))
-            raise PsleError(f"{self.path}: checkpoint of other {'data' if differ == ['data'] else 'settings'} "
-                            f"(differ in: {', '.join(differ)}); use another --checkpoint or the same command")
+        STORE.check(f, self.path)
+        check_settings(self.path, json.loads(f.attrs["settings"]), self.settings, "checkpoint",
+                       "use another --checkpoint or the same command")
         runs_text = f["runs"][()].decode()
         members, sizes, edges = f["cluster_members"][()], f["cluster_sizes"][()], f["edges"][()]
         recorded = int(f.attrs["recorded"])
@@ -105,10 +93,9 @@ class RunCheckpoint:
         screen = [f[name][()] for name in SCREEN_SETS]
         repair_key = str(f.attrs["repair_key"])
         repair = [f[name][()] for name in REPAIR_SETS]
-        if f.attrs.get("sha256") != _content_hash(f.attrs["settings"], runs_text, members, sizes, edges, *screen,
-                                                  *repair, recorded=recorded, screen_key=screen_key + repair_key):
-            raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing to "
-                            "use or overwrite it")
+        check_sha256(self.path, f.attrs.get("sha256"),
+                     _content_hash(f.attrs["settings"], runs_text, members, sizes, edges, *screen, *repair,
+                                   recorded=recorded, screen_key=screen_key + repair_key))
         if len(sizes):  # the clusters in their own order: member runs index variables within them
             self.clusters = np.split(members, np.cumsum(sizes)[:-1])
         for row in json.loads(runs_text):
@@ -195,20 +182,15 @@ class RunCheckpoint:
         repair = [np.array([len(h) for h in halves], dtype=np.int64),
                   np.concatenate(halves or [np.empty(0, dtype=np.int64)]),
                   np.array([t for _, _, t in self.repaired], dtype=np.float64)]
-        with atomic_path(self.path) as tmp:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["format"] = FORMAT
-                f.attrs["version"] = VERSION
-                f.attrs["settings"] = settings
-                f.create_dataset("runs", data=runs.encode())  # a dataset: attributes stop at 64 kB
-                f.create_dataset("cluster_members", data=members)
-                f.create_dataset("cluster_sizes", data=sizes)
-                f.create_dataset("edges", data=edges)
-                f.attrs["recorded"] = self.recorded
-                f.attrs["screen_key"] = screen_key
-                f.attrs["repair_key"] = self.repair_key
-                for name, data in zip(SCREEN_SETS + REPAIR_SETS, screen + repair):
-                    f.create_dataset(name, data=data)
-                f.attrs["sha256"] = _content_hash(settings, runs, members, sizes, edges, *screen, *repair,
-                                                  recorded=self.recorded, screen_key=screen_key + self.repair_key)
+        attrs = {"format": STORE.tag, "version": STORE.version, "settings": settings, "recorded": self.recorded,
+                 "screen_key": screen_key, "repair_key": self.repair_key,
+                 "sha256": _content_hash(settings, runs, members, sizes, edges, *screen, *repair,
+                                         recorded=self.recorded, screen_key=screen_key + self.repair_key)}
+        with writing(self.path, attrs) as f:
+            f.create_dataset("runs", data=runs.encode())  # a dataset: attributes stop at 64 kB
+            f.create_dataset("cluster_members", data=members)
+            f.create_dataset("cluster_sizes", data=sizes)
+            f.create_dataset("edges", data=edges)
+            for name, data in zip(SCREEN_SETS + REPAIR_SETS, screen + repair):
+                f.create_dataset(name, data=data)
         self._saved_at, self._dirty = time.monotonic(), False

@@ -9,6 +9,7 @@ both directions beats the penalty, never closing a cycle.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Set
 from dataclasses import asdict, dataclass, field
 
@@ -214,19 +215,35 @@ def screen_serial(z: np.ndarray, blocks: Blocks, parents: ParentSets, n: int,
 def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config: FusionConfig = FusionConfig(),
          screen: Screener = screen_serial, progress: Callable[[str, int, int], None] | None = None,
          ) -> tuple[PDAG, FusionStats]:
-    """Fuse the union of cluster DAGs (`union`, directed) into one DAG over all variables.
+    """Fuse the union of cluster DAGs (`union`, directed) into one DAG over all variables: F1 screens every
+    cross-cluster pair, F2 tests the survivors given both ends' parents, F3 adds those that pay their BIC.
 
     `screen` runs F1 over the cluster-pair blocks, in any order (serially, or on dask).
     """
-    import time
-
-    p = union.p
     stats = FusionStats()
     parents = ParentSets.of(union)
+    start = time.perf_counter()
+    cand = f1_candidates(z, n, clusters, parents, config, screen, stats, progress)
+    stats.seconds["f1"] = time.perf_counter() - start
+    start = time.perf_counter()
+    accepted = f2_accepted(z, n, cand, parents, config.alpha2 if config.alpha2 is not None else 1.0 / union.p**2)
+    stats.f2_candidates = len(accepted)
+    stats.seconds["f2"] = time.perf_counter() - start
+    start = time.perf_counter()
+    p = union.p
+    stats.penalty = float(config.penalty if config.penalty is not None else (
+        np.log(n) if p <= np.sqrt(n) else 2.0 * np.log(p)))
+    added = f3_added(z, n, union, parents, accepted, stats.penalty)
+    stats.edges_added = len(added)
+    stats.seconds["f3"] = time.perf_counter() - start
+    return union.with_edges(np.concatenate([union.directed, added])), stats
+
+
+def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: ParentSets, config: FusionConfig,
+                  screen: Screener, stats: FusionStats, progress: Callable[[str, int, int], None] | None) -> np.ndarray:
+    """F1: the cross-cluster pairs `screen` keeps, most significant first (ties by pair)."""
     pairs = [(a, b) for a in range(len(clusters)) for b in range(a + 1, len(clusters))]
     stats.pairs_screened = sum(len(clusters[a]) * len(clusters[b]) for a, b in pairs)
-
-    start = time.perf_counter()
     found, pvals = [np.empty((0, 2), dtype=np.int64)], [np.empty(0)]
     blocks = [(clusters[a], clusters[b]) for a, b in pairs]
     for done, (fp, pv, tested) in enumerate(screen(z, blocks, parents, n, config), start=1):
@@ -236,18 +253,18 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
         if progress:
             progress("fusion F1 (cluster pairs)", done, len(pairs))
     cand, cand_p = np.concatenate(found), np.concatenate(pvals)
-    order = np.lexsort((cand[:, 1], cand[:, 0], cand_p))
-    cand = cand[order]
     stats.f1_candidates = len(cand)
-    stats.seconds["f1"] = time.perf_counter() - start
+    return cand[np.lexsort((cand[:, 1], cand[:, 0], cand_p))]
 
-    start = time.perf_counter()
-    alpha2 = config.alpha2 if config.alpha2 is not None else 1.0 / p**2
+
+def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, alpha2: float) -> list[tuple[int, int]]:
+    """F2: the candidates still dependent given pa(i) and pa(j), and the pairs accepted before them at i or j.
+
+    Sequential in p-value order (an accepted pair joins the conditioning sets of later pairs at its
+    ends), but most pairs have no accepted neighbour yet when their turn comes: their p-value given
+    pa(i) ∪ pa(j) is computed ahead in batches, and only the others one by one."""
     accepted: list[tuple[int, int]] = []
     linked: dict[int, set[int]] = {}
-    # Sequential in p-value order (an accepted pair joins the conditioning sets of later pairs at its
-    # ends), but most pairs have no accepted neighbour yet when their turn comes: their p-value given
-    # pa(i) ∪ pa(j) is computed ahead in batches, and only the others one by one.
     for lo in range(0, len(cand), F2_BATCH):
         batch = cand[lo:lo + F2_BATCH]
         for (i, j), ahead in zip(batch.tolist(), conditioned_pvalues(z, batch, parents, n).tolist()):
@@ -257,13 +274,14 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
                 accepted.append((i, j))
                 linked.setdefault(i, set()).add(j)
                 linked.setdefault(j, set()).add(i)
-    stats.f2_candidates = len(accepted)
-    stats.seconds["f2"] = time.perf_counter() - start
+    return accepted
 
-    start = time.perf_counter()
-    penalty = config.penalty if config.penalty is not None else (
-        np.log(n) if p <= np.sqrt(n) else 2.0 * np.log(p))
-    stats.penalty = float(penalty)
+
+def f3_added(z: np.ndarray, n: int, union: PDAG, parents: ParentSets, accepted: list[tuple[int, int]],
+             penalty: float) -> np.ndarray:
+    """F3: the accepted pairs whose BIC gain beats `penalty` in both directions, oriented the way that keeps
+    the graph acyclic, else the way that gains more."""
+    p = union.p
     pa = [set(parents[v].tolist()) for v in range(p)]
     children = [set(union.children(v).tolist()) for v in range(p)]
     added = []
@@ -283,7 +301,4 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
         pa[b].add(a)
         children[a].add(b)
         added.append((a, b))
-    stats.edges_added = len(added)
-    stats.seconds["f3"] = time.perf_counter() - start
-    directed = np.concatenate([union.directed, np.array(added, dtype=np.int64).reshape(-1, 2)])
-    return union.with_edges(directed), stats
+    return np.array(added, dtype=np.int64).reshape(-1, 2)

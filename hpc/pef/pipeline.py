@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import asdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from hpc.autosle.checkpoint import canonical
+from hpc.store import canonical
 from hpc.checks import check_number
 from hpc.data.tabular import as_learnable
 from hpc.errors import PsleError
@@ -133,6 +134,71 @@ def lost_status(lost: list[str]) -> str:
     return TIMED_OUT if all(s == TIMED_OUT for s in lost) else "failed"
 
 
+#: The steps a fit times, in order (`seconds_`; selection only with per-cluster selection).
+STEPS = ("partition", "selection", "estimation", "fusion", "repair")
+
+
+@dataclass
+class FitRun:
+    """What the steps of one fit share: where tasks run, progress, the deadline and the checkpoint."""
+
+    executor: Any
+    show: Progress
+    n: int
+    deadline: float | None
+    memory: RunCheckpoint | None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.time() > self.deadline
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Adds the block's seconds to `step`'s."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+
+
+class Estimation:
+    """One fit's member runs: `draw` gives the next run to start, `settle` keeps each finished one (in the
+    checkpoint too) and tells the schedule, which decides the fallbacks."""
+
+    def __init__(self, pef: PEF, run: FitRun, schedule: MemberSchedule, plans: list, data: dict, sizes: list[int],
+                 threads: int):
+        self.pef, self.run, self.schedule, self.plans = pef, run, schedule, plans
+        self.data, self.sizes, self.threads = data, sizes, threads
+        self.limits: dict[tuple[int, int], float | None] = {}
+
+    def settle(self, c: int, k: int, result: MemberRun, fresh: bool) -> None:
+        run = self.run
+        late = fresh and run.expired()
+        # A run cut by the whole run's deadline is not this member's answer: run it again on resume.
+        if run.memory is not None and fresh and not (result.status == TIMED_OUT and late):
+            run.memory.put(c, k, result)
+        newly = self.schedule.settle(c, k, result, timed_out=result.status == TIMED_OUT and not late,
+                                     fallback=not late)
+        if newly:
+            run.show.note(self.pef._run_last_note(c, self.sizes[c], k, newly))
+        run.show(f"estimation: member runs {self.schedule.ran}/{self.schedule.ran + self.schedule.waiting}, "
+                 "clusters", self.schedule.finished, len(self.sizes))
+
+    def draw(self) -> tuple[tuple[int, int], tuple] | None:
+        """The next run to start; runs an earlier (killed) process finished are taken from the checkpoint."""
+        memory = self.run.memory
+        while (step := self.schedule.next()) is not None:
+            c, k, last = step
+            self.limits[c, k] = self.pef._run_limit(self.plans[c][1], k, last)
+            if memory is not None and (c, k) in memory.runs:
+                self.settle(c, k, memory.runs[c, k], fresh=False)
+                continue
+            return (c, k), (self.pef.members_[k], self.data[c][0], self.run.n, self.data[c][1], self.limits[c, k],
+                            self.threads, self.run.deadline)
+        return None
+
+
 class PEF:
     """Partition, estimate each cluster with the ensemble `members`, fuse; `graph_` is a CPDAG.
 
@@ -162,47 +228,43 @@ class PEF:
                  executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
                  selector: Selector | str | None = None, top_k: int = 1, checkpoint: str | None = None,
                  runaway: float = RUNAWAY, repair: RepairConfig = RepairConfig()):
-        self.members = members
-        self.time_limit = time_limit
-        self.wall_limit = wall_limit
-        self.partition = partition
-        self.fusion = fusion
-        self.executor = executor
-        self.progress = progress
-        self.selection = selection
-        self.selector = selector
-        self.top_k = top_k
-        self.checkpoint = checkpoint
-        self.runaway = runaway
-        self.repair = repair
+        self.members, self.time_limit, self.wall_limit = members, time_limit, wall_limit
+        self.partition, self.fusion, self.repair = partition, fusion, repair
+        self.executor, self.progress, self.checkpoint = executor, progress, checkpoint
+        self.selection, self.selector, self.top_k, self.runaway = selection, selector, top_k, runaway
 
     def validate(self) -> None:
         if self.selection not in SELECTIONS:
             raise PsleError(f"selection must be one of {', '.join(SELECTIONS)}, got {self.selection!r}")
+        members = self.ensemble()
         if self.selection == "predicted":
             selector = self._selector()
-            if self.members is None:
-                self.members = selector.portfolio
-            elif [dict(m) for m in self.members] != selector.portfolio:
+            if [dict(m) for m in members] != selector.portfolio:
                 raise PsleError(f"the selector was trained for portfolio '{selector.portfolio_name}' "
-                                f"({len(selector.portfolio)} members), not for this ensemble of {len(self.members)}: "
+                                f"({len(selector.portfolio)} members), not for this ensemble of {len(members)}: "
                                 "give its portfolio (--sle) or a selector trained for this ensemble")
             if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) \
-                    or not 1 <= self.top_k <= len(self.members):
-                raise PsleError(f"top_k must be a whole number in [1, {len(self.members)}] (the portfolio's size), "
+                    or not 1 <= self.top_k <= len(members):
+                raise PsleError(f"top_k must be a whole number in [1, {len(members)}] (the portfolio's size), "
                                 f"got {self.top_k!r}")
         check_number("runaway", self.runaway, 0)
         if not (self.runaway == 0 or 1 <= self.runaway < np.inf):
             raise PsleError(f"runaway={self.runaway!r}: must be 0 (off) or a factor of at least 1")
-        check_members(self.members or [], self.time_limit, "PEF needs at least one member learner")
+        check_members(members, self.time_limit, "PEF needs at least one member learner")
         check_wall_limit(self.wall_limit, "PEF")
         self.partition.validate()
         self.fusion.validate()
         self.repair.validate()
 
+    def ensemble(self) -> list[dict[str, Any]]:
+        """The members that run: `members`, or with per-cluster selection and no members the selector's portfolio."""
+        if self.members is None and self.selection == "predicted" and self.selector is not None:
+            return self._selector().portfolio
+        return [] if self.members is None else list(self.members)
+
     def _memory_settings(self, x: np.ndarray, variables: tuple[str, ...]) -> dict[str, Any]:
         """What a checkpoint's partition and member runs depend on (fusion settings do not)."""
-        return {"data": data_hash(x, variables), "members": [dict(m) for m in self.members],
+        return {"data": data_hash(x, variables), "members": [dict(m) for m in self.members_],
                 "time_limit": self.time_limit, "partition": asdict(self.partition), "selection": self.selection,
                 "selector": self._selector().describe() if self.selection == "predicted" else None,
                 "top_k": self.top_k if self.selection == "predicted" else None,
@@ -217,7 +279,7 @@ class PEF:
         """Which members run on each cluster (given its own covariance), and the selection's account
         (None when all run). The selector scores all clusters at once: one prediction per forest."""
         if self.selection == "all":
-            return [(list(range(len(self.members))), None)] * len(covs)
+            return [(list(range(len(self.members_))), None)] * len(covs)
         # A single variable has no edge to find: any one member gives the answer.
         plans: list[tuple[list[int], dict[str, Any] | None]] = [([0], {"order": [0], "reason": "single variable"})
                                                                  for _ in covs]
@@ -255,89 +317,106 @@ class PEF:
         return run.status + (f": {run.error}" if run.error else "")
 
     def _run_last_note(self, c: int, size: int, k: int, newly: list[int]) -> str:
-        others = [str(self.members[j]) for j in newly if j != k]
-        return (f"member {self.members[k]} timed out on cluster {c} ({size} variables): from now on it runs last "
+        others = [str(self.members_[j]) for j in newly if j != k]
+        return (f"member {self.members_[k]} timed out on cluster {c} ({size} variables): from now on it runs last "
                 f"on clusters of {int(np.ceil(size / 2))}+ variables"
                 + (f", with {', '.join(others)}, which timed out on two in three of its clusters in the selector's "
                    "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
+        """partition -> plan (which members run where) -> estimate -> fuse -> repair; `graph_` stays None when
+        a cluster lost every member or the wall limit passed (`status_` says which)."""
         self.validate()
+        self.members_ = self.ensemble()
         x, user_variables = as_learnable(x, variables)
         # Partition, searches and fusion visit variables in index order: give them one from the data.
         x, variables, order = canonical_columns(x, user_variables)
-        executor = self.executor or SerialExecutor()
-        show = Progress(self.progress)
-        n, p = x.shape
-        seconds: dict[str, float] = {}
-        deadline = None if self.wall_limit is None else time.time() + self.wall_limit
+        run = FitRun(self.executor or SerialExecutor(), Progress(self.progress), x.shape[0],
+                     None if self.wall_limit is None else time.time() + self.wall_limit,
+                     None if self.checkpoint is None else RunCheckpoint(self.checkpoint,
+                                                                        self._memory_settings(x, variables)))
+        clusters = self._partition_step(x, run)
+        searched, jobs, plans = self._plan_step(x, clusters, run)
+        estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
+        expired = run.expired()  # then one note, not a warning per run
+        union = self._union(variables, clusters, searched, estimation, expired)
+        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = None
+        z = standardize(x, np.float64)
+        try:
+            if not expired:
+                self._fuse_step(z, union, clusters, run)
+                self._repair_step(z, clusters, run)
+        except WallLimitHit:
+            expired = True
+        if expired:
+            self.status_ = TIMED_OUT
+            run.show.note(f"wall limit of {self.wall_limit:g} s reached: no graph")
+        self.clusters_ = [order[idx] for idx in clusters]  # user indices; runs keep their cluster-local ones
+        if self.graph_ is not None:
+            self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
+        self.seconds_ = {k: run.seconds.get(k, 0.0) for k in STEPS if k in run.seconds or k != "selection"}
+        self.seconds_["total"] = sum(self.seconds_.values())
+        return self
 
-        memory = None if self.checkpoint is None else RunCheckpoint(self.checkpoint, self._memory_settings(x, variables))
-        start = time.perf_counter()
-        if memory is not None and memory.clusters is not None:
-            clusters = memory.clusters
-        else:
-            clusters = partition(x, self.partition)
-            if memory is not None:
-                memory.set_clusters(clusters)
-        seconds["partition"] = time.perf_counter() - start
+    def _partition_step(self, x: np.ndarray, run: FitRun) -> list[np.ndarray]:
+        """The clusters (from the checkpoint when an earlier process made them)."""
+        with run.timed("partition"):
+            if run.memory is not None and run.memory.clusters is not None:
+                clusters = run.memory.clusters
+            else:
+                clusters = partition(x, self.partition)
+                if run.memory is not None:
+                    run.memory.set_clusters(clusters)
+        p = x.shape[1]
         if len(clusters) == 1:
-            show.note(f"{p} variables: learned whole, without cutting"
-                      + (f" (below whole_below={self.partition.whole_below})" if p < self.partition.whole_below else ""))
+            run.show.note(f"{p} variables: learned whole, without cutting"
+                          + (f" (below whole_below={self.partition.whole_below})"
+                             if p < self.partition.whole_below else ""))
         else:
-            show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
-        self.resumed_runs_ = 0 if memory is None else len(memory.runs)
+            run.show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
+        self.resumed_runs_ = 0 if run.memory is None else len(run.memory.runs)
         if self.resumed_runs_:
-            show.note(f"resuming from {self.checkpoint}: {self.resumed_runs_} member runs already finished")
+            run.show.note(f"resuming from {self.checkpoint}: {self.resumed_runs_} member runs already finished")
+        return clusters
 
-        start = time.perf_counter()
-        # Each cluster's search runs on its variables, then (with context) the outside ones it sees.
-        z = standardize(x) if self.partition.context > 0 else None
-        searched = [idx if z is None else np.concatenate(
-            [idx, context_variables(z, idx, int(np.ceil(self.partition.context * len(idx))))]) for idx in clusters]
-        # Largest clusters first: a big cluster started last would run alone while the other workers idle.
-        jobs = [(c, covariance(x[:, searched[c]]))
-                for c in sorted(range(len(clusters)), key=lambda c: -len(searched[c]))]
-        by_cluster = dict(jobs)
-        plans = self._plans([by_cluster[c][:len(idx), :len(idx)] for c, idx in enumerate(clusters)], n)
-        if self.selection == "predicted":  # features and predictions: timed apart from the member runs
-            seconds["selection"] = time.perf_counter() - start
-            start = time.perf_counter()
-            show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members)} "
-                      "member runs chosen")
-        data = {c: (executor.scatter(cov, broadcast=False), tuple(variables[i] for i in searched[c]))
-                for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
-        schedule = MemberSchedule(plans, [c for c, _ in jobs], len(self.members), [len(idx) for idx in clusters],
-                                  self._selector().timed_out_with if self.selection == "predicted" else None)
-        threads = executor.task_threads(len(schedule.queue))
-        limits: dict[tuple[int, int], float | None] = {}
+    def _plan_step(self, x: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> tuple[list, list, list]:
+        """What each cluster's search sees (its variables, then any context), the searches' covariances
+        (largest first), and which members run on each cluster."""
+        with run.timed("selection" if self.selection == "predicted" else "estimation"):
+            # Each cluster's search runs on its variables, then (with context) the outside ones it sees.
+            z = standardize(x) if self.partition.context > 0 else None
+            searched = [idx if z is None else np.concatenate(
+                [idx, context_variables(z, idx, int(np.ceil(self.partition.context * len(idx))))])
+                for idx in clusters]
+            # Largest clusters first: a big cluster started last would run alone while the other workers idle.
+            jobs = [(c, covariance(x[:, searched[c]]))
+                    for c in sorted(range(len(clusters)), key=lambda c: -len(searched[c]))]
+            by_cluster = dict(jobs)
+            plans = self._plans([by_cluster[c][:len(idx), :len(idx)] for c, idx in enumerate(clusters)], run.n)
+        if self.selection == "predicted":
+            run.show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members_)} "
+                          "member runs chosen")
+        return searched, jobs, plans
 
-        def settle(c: int, k: int, run: MemberRun, fresh: bool) -> None:
-            late = fresh and deadline is not None and time.time() > deadline
-            # A run cut by the whole run's deadline is not this member's answer: run it again on resume.
-            if memory is not None and fresh and not (run.status == TIMED_OUT and late):
-                memory.put(c, k, run)
-            newly = schedule.settle(c, k, run, timed_out=run.status == TIMED_OUT and not late, fallback=not late)
-            if newly:
-                show.note(self._run_last_note(c, len(clusters[c]), k, newly))
-            show(f"estimation: member runs {schedule.ran}/{schedule.ran + schedule.waiting}, clusters",
-                 schedule.finished, len(clusters))
+    def _estimate_step(self, variables: tuple[str, ...], clusters: list[np.ndarray], searched: list[np.ndarray],
+                       jobs: list, plans: list, run: FitRun) -> Estimation:
+        """Every planned member run (and fallbacks) on the executor's workers."""
+        with run.timed("estimation"):
+            data = {c: (run.executor.scatter(cov, broadcast=False), tuple(variables[i] for i in searched[c]))
+                    for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
+            schedule = MemberSchedule(plans, [c for c, _ in jobs], len(self.members_),
+                                      [len(idx) for idx in clusters],
+                                      self._selector().timed_out_with if self.selection == "predicted" else None)
+            estimation = Estimation(self, run, schedule, plans, data, [len(idx) for idx in clusters],
+                                    run.executor.task_threads(len(schedule.queue)))
+            for (c, k), result in run.executor.run_drawn(run_member, estimation.draw):
+                estimation.settle(c, k, result, fresh=True)
+        return estimation
 
-        def draw() -> tuple[tuple[int, int], tuple] | None:
-            """The next run to start; runs an earlier (killed) process finished are taken from the checkpoint."""
-            while (step := schedule.next()) is not None:
-                c, k, last = step
-                limits[c, k] = self._run_limit(plans[c][1], k, last)
-                if memory is not None and (c, k) in memory.runs:
-                    settle(c, k, memory.runs[c, k], fresh=False)
-                    continue
-                return (c, k), (self.members[k], data[c][0], n, data[c][1], limits[c, k], threads, deadline)
-            return None
-
-        for (c, k), run in executor.run_drawn(run_member, draw):
-            settle(c, k, run, fresh=True)
-        runs = schedule.runs
-        expired = deadline is not None and time.time() > deadline  # then one note, not a warning per run
+    def _union(self, variables: tuple[str, ...], clusters: list[np.ndarray], searched: list[np.ndarray],
+               estimation: Estimation, expired: bool) -> PDAG:
+        """The union of each cluster's best-BIC DAG; the fit's account of runs, winners and selections."""
+        runs, plans, limits = estimation.schedule.runs, estimation.plans, estimation.limits
         directed = []
         winners: list[int | None] = []
         for c, idx in enumerate(clusters):
@@ -346,70 +425,57 @@ class PEF:
             for j, r in enumerate(runs[c]):
                 if r is not None and r.status != OK and not expired:
                     warnings.warn(f"cluster {c}: member {r.spec} {self._why(r, plans[c][1], j, limits[c, j])}; skipped",
-                                  stacklevel=2)
+                                  stacklevel=3)
             if k is None:
                 if not expired:
-                    warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed", stacklevel=2)
+                    warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed", stacklevel=3)
                 continue
             local = PDAG(tuple(str(i) for i in range(len(searched[c]))),
                          runs[c][k].directed, runs[c][k].undirected).subgraph(np.arange(len(idx)))
             directed.append(idx[pdag_to_dag(local, strict=False).directed])
-        union = PDAG(variables, np.concatenate(directed) if directed else np.empty((0, 2), dtype=np.int64))
-        seconds["estimation"] = time.perf_counter() - start
-        self.clusters_, self.cluster_runs_, self.winners_ = clusters, runs, winners
+        self.cluster_runs_, self.winners_ = runs, winners
         self.selections_ = [None if plan is None else {**{k: v for k, v in plan.items() if k != "order"},
                                                        "ran": [k for k in plan["order"] if r[k] is not None],
                                                        **({"passed_over": over} if over else {})}
-                            for (_, plan), r, over in zip(plans, runs, schedule.passed_over)]
-        self.run_last_ = {k: schedule.avoid[k] for k in sorted(schedule.avoid)}
+                            for (_, plan), r, over in zip(plans, runs, estimation.schedule.passed_over)]
+        self.run_last_ = {k: estimation.schedule.avoid[k] for k in sorted(estimation.schedule.avoid)}
         self.status_ = lost_status([r.status for c, w in enumerate(winners) if w is None for r in runs[c]
                                     if r is not None])
-        self.dag_ = self.graph_ = self.fusion_stats_ = None
+        return PDAG(variables, np.concatenate(directed) if directed else np.empty((0, 2), dtype=np.int64))
 
-        start = time.perf_counter()
-        if not expired and self.status_ != OK:
-            show.note("no fusion: a cluster has no graph, so there is no complete answer to fuse")
-        elif not expired:
-            try:
-                z = standardize(x, np.float64)
-                if memory is not None and memory.screened_under(canonical(asdict(self.fusion))):
-                    show.note(f"resuming fusion: {len(memory.screened)} cluster pairs already screened")
-                dag, stats = fuse(z, n, union, clusters, self.fusion, screen=screener(executor, deadline, memory),
-                                  progress=show)
-                self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
-            except WallLimitHit:
-                expired = True
-        seconds["fusion"] = time.perf_counter() - start
-        start = time.perf_counter()
-        self.repair_ = None
-        if not expired and self.repair.repair_rounds and self.graph_ is not None and len(clusters) > 1:
-            try:
-                guard = max(GUARD_FLOOR, GUARD_FACTOR * seconds["estimation"])
-                self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, executor, deadline, memory,
-                                                   show, canonical([asdict(self.fusion), asdict(self.repair)]), guard)
-                self.dag_ = pdag_to_dag(self.graph_, strict=False)
-            except WallLimitHit:
-                expired = True
-        if expired:
-            self.status_ = TIMED_OUT
-            show.note(f"wall limit of {self.wall_limit:g} s reached: no graph")
-        seconds["repair"] = time.perf_counter() - start
-        self.clusters_ = [order[idx] for idx in clusters]  # user indices; runs keep their cluster-local ones
-        if self.graph_ is not None:
-            self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
-        self.seconds_ = {**seconds, "total": sum(seconds.values())}
-        return self
+    def _fuse_step(self, z: np.ndarray, union: PDAG, clusters: list[np.ndarray], run: FitRun) -> None:
+        """Fusion's cross-cluster edges (none when a cluster has no graph: there is no complete answer)."""
+        if self.status_ != OK:
+            run.show.note("no fusion: a cluster has no graph, so there is no complete answer to fuse")
+            return
+        with run.timed("fusion"):
+            if run.memory is not None and run.memory.screened_under(canonical(asdict(self.fusion))):
+                run.show.note(f"resuming fusion: {len(run.memory.screened)} cluster pairs already screened")
+            dag, stats = fuse(z, run.n, union, clusters, self.fusion,
+                              screen=screener(run.executor, run.deadline, run.memory), progress=run.show)
+            self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
+
+    def _repair_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
+        """The repair after fusion (hpc.pef.repair), guarded by the estimation's seconds."""
+        if not self.repair.repair_rounds or self.graph_ is None or len(clusters) == 1:
+            return
+        with run.timed("repair"):
+            guard = max(GUARD_FLOOR, GUARD_FACTOR * run.seconds.get("estimation", 0.0))
+            self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
+                                               run.memory, run.show,
+                                               canonical([asdict(self.fusion), asdict(self.repair)]), guard)
+            self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
     def result_meta(self) -> dict[str, Any]:
         return {
-            "members": self.members,
+            "members": self.members_,
             "selection": self.selection,
             **({"selector": self._selector().describe(), "top_k": self.top_k} if self.selection == "predicted" else {}),
             "status": self.status_,
-            **({"run_last": [{"member": self.members[k], "on_clusters_from": int(np.ceil(size))}
+            **({"run_last": [{"member": self.members_[k], "on_clusters_from": int(np.ceil(size))}
                              for k, size in self.run_last_.items()]} if self.run_last_ else {}),
             "clusters": [{"size": int(len(idx)), "winner": w,
-                          "runs": [{"member": self.members[k], "status": "not run"} if r is None else r.summary()
+                          "runs": [{"member": self.members_[k], "status": "not run"} if r is None else r.summary()
                                    for k, r in enumerate(runs)],
                           **({"selection": sel} if sel is not None else {})}
                          for idx, w, runs, sel in zip(self.clusters_, self.winners_, self.cluster_runs_,

@@ -32,6 +32,16 @@ class Example:
     timed_out: np.ndarray
 
 
+#: A truth selector's default tolerance (Q = F1-adjacency + F1-arrowhead): chosen by cross-validation on the
+#: selection records (bench/HISTORY.md, "Cost-aware selection"), and what the shipped truth selector was fit
+#: with. A bic selector ranks by probability and has none.
+TRUTH_TOLERANCE = 0.01
+
+
+def default_tolerance(target: str) -> float:
+    return TRUTH_TOLERANCE if target == "truth" else 0.0
+
+
 def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[Example]:
     """Clusters with a record for every one of `members` (indices into the records' portfolio)."""
     by_cluster: dict[str, dict[int, dict[str, Any]]] = {}

@@ -1,15 +1,10 @@
-"""Records to learn member selection from: every portfolio member run on every cluster PEF makes
-of generated problems with known truth, scored against the truth restricted to the cluster.
+"""The selection records' file format: one record per (problem, cluster, member), the cluster's features,
+the member's status, seconds and BIC and, against the truth restricted to the cluster, F1-adjacency,
+F1-arrowhead and SHD. `hpc.train.records` makes them; selectors are fit on what `read_records` reads.
 
-One record per (problem, cluster, member): the cluster's features, the member's status, seconds,
-BIC and, against the CPDAG of the true DAG's subgraph on the cluster's variables, F1-adjacency,
-F1-arrowhead and SHD. That restricted truth ignores confounding from outside the cluster: good
-enough to rank members, not a metric to report.
-
-Problems are named by (family, network, nodes, edges per node, seed) and regenerated on demand.
-The store is rewritten whole and renamed into place after each finished run (as Auto-SLE's
-checkpoint), carries a fingerprint of the settings and a checksum of its content, so a kill at
-any moment loses at most the runs in flight and a damaged or foreign file is refused.
+The store is rewritten whole and renamed into place after each finished run (hpc.store), carries a
+fingerprint of the settings and a checksum of its content, so a kill at any moment loses at most the
+runs in flight and a damaged or foreign file is refused.
 """
 
 from __future__ import annotations
@@ -17,143 +12,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from hpc.autosle.checkpoint import canonical, fingerprint
-from hpc.data.generate import FAMILIES, WEIGHTS, check_weights, weights_setting
+from hpc.data.generate import WEIGHTS
 from hpc.errors import PsleError
-from hpc.h5read import read_h5
-from hpc.h5write import write_h5
-from hpc.graphs.equivalence import dag_to_cpdag
-from hpc.graphs.metrics import compare
-from hpc.graphs.pdag import PDAG
-from hpc.learners.bic import covariance
-from hpc.learners.ensemble import MemberRun, run_member
-from hpc.select.features import FEATURE_VERSION, FEATURES, cluster_features
+from hpc.select.features import FEATURES
+from hpc.store import StoreFormat, canonical, check_settings, check_sha256, fingerprint, read_store, write_columns
 
-FORMAT = "psle-selection-records"
-VERSION = 1
-
-
-@dataclass(frozen=True)
-class RecordsConfig:
-    families: tuple[str, ...] = FAMILIES
-    problems_per_family: int = 6
-    min_nodes: int = 500
-    max_nodes: int = 2000
-    samples: int = 1000
-    seed: int = 1
-    networks: tuple[str, ...] = ()  # bnlearn pool; empty = default_pool()
-    time_limit: float | None = 300.0
-    weights: tuple[float, float] = WEIGHTS
-
-    def settings(self, portfolio: list[dict[str, Any]]) -> dict[str, Any]:
-        fields = {k: v for k, v in asdict(self).items() if k != "weights"}
-        return {**fields, "families": list(self.families), "networks": list(self.networks),
-                **weights_setting(self.weights), "portfolio": portfolio, "feature_version": FEATURE_VERSION}
-
-
-@dataclass(frozen=True)
-class RecordProblem:
-    family: str
-    network: str | None
-    nodes: int
-    edges_per_node: int
-    seed: int
-
-    @property
-    def key(self) -> str:
-        return canonical(asdict(self))
-
-
-def default_pool() -> list[str]:
-    """Library networks of at most 250 nodes, minus the paper's ten test networks (never trained on)."""
-    from hpc.data.networks import PAPER_TEST_NETWORKS, bnlearn_names, load_network
-
-    return [n for n in bnlearn_names() if n not in PAPER_TEST_NETWORKS and load_network(n).p <= 250]
-
-
-def record_problems(config: RecordsConfig) -> list[RecordProblem]:
-    """`problems_per_family` problems per family, sizes log-uniform in [min_nodes, max_nodes].
-
-    Random graphs cycle through 1, 2 and 3 edges per node rather than drawing it: which member is
-    best turns on density (BOSS with a high penalty wins on dense Erdos-Renyi and scale-free clusters,
-    a low penalty on sparse ones), and four random draws once left a family without its middle density."""
-    unknown = sorted(set(config.families) - set(FAMILIES))
-    if unknown:
-        raise PsleError(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
-                        f"choose from {', '.join(FAMILIES)}")
-    if config.problems_per_family < 1:
-        raise PsleError(f"problems per family must be at least 1, got {config.problems_per_family}")
-    if not 50 <= config.min_nodes <= config.max_nodes:
-        raise PsleError(f"need 50 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
-    if config.seed < 0:
-        raise PsleError(f"seed must be >= 0, got {config.seed}")
-    check_weights(config.weights)
-    pool = list(config.networks) or default_pool()
-    rng = np.random.default_rng(config.seed)
-    problems = []
-    for family in config.families:
-        for k in range(config.problems_per_family):
-            nodes = int(round(np.exp(rng.uniform(np.log(config.min_nodes), np.log(config.max_nodes)))))
-            network = pool[int(rng.integers(len(pool)))] if family == "bnlearn" else None
-            epn = 1 if family == "hub" else 1 + k % 3
-            problems.append(RecordProblem(family, network, nodes, epn, config.seed * 1_000_003 + len(problems)))
-    return problems
-
-
-@dataclass
-class Cluster:
-    """One cluster of one problem, ready to run members on."""
-
-    problem: RecordProblem
-    index: int
-    idx: np.ndarray
-    cov: np.ndarray
-    n: int
-    names: tuple[str, ...]
-    truth: PDAG  # CPDAG of the true DAG restricted to the cluster
-    features: np.ndarray = field(repr=False)
-
-
-def restricted_truth(dag: PDAG, idx: np.ndarray) -> PDAG:
-    """The CPDAG of the true DAG's subgraph on the variables `idx` (in that order)."""
-    return dag_to_cpdag(dag.subgraph(idx))
-
-
-def problem_clusters(rp: RecordProblem, samples: int, weights: tuple[float, float] = WEIGHTS) -> list[Cluster]:
-    """Generate the problem and partition it exactly as PEF does."""
-    from hpc.data.generate import benchmark_problem
-    from hpc.pef.partition import PartitionConfig, partition
-
-    problem = benchmark_problem(rp.nodes, rp.seed, samples, network=rp.network,
-                                graph=None if rp.family == "bnlearn" else rp.family, edges_per_node=rp.edges_per_node,
-                                weights=weights)
-    out = []
-    for c, idx in enumerate(partition(problem.data, PartitionConfig())):
-        if len(idx) < 2:
-            continue
-        cov = covariance(problem.data[:, idx])
-        names = tuple(str(i) for i in range(len(idx)))
-        truth = restricted_truth(problem.truth, idx)
-        out.append(Cluster(rp, c, idx, cov, problem.n, names, PDAG(names, truth.directed, truth.undirected),
-                           cluster_features(cov, problem.n)))
-    return out
-
-
-def score(run: MemberRun, cluster: Cluster) -> dict[str, Any]:
-    """One record's outcome: the run's status, seconds and BIC, and its accuracy (NaN when it has no graph)."""
-    row = {"status": run.status, "seconds": float(run.seconds), "bic": np.nan if run.bic is None else float(run.bic),
-           "f1_adjacent": np.nan, "f1_arrowhead": np.nan, "shd": -1}
-    if run.status == "ok":
-        m = compare(PDAG(cluster.names, run.directed, run.undirected), cluster.truth)
-        row |= {"f1_adjacent": m.f1_adjacent, "f1_arrowhead": m.f1_arrowhead, "shd": m.shd}
-    return row
+STORE = StoreFormat("psle-selection-records", 1, "psle records file")
 
 
 COLUMNS = {"size": np.int64, "seconds": np.float64, "bic": np.float64, "f1_adjacent": np.float64,
@@ -173,16 +43,14 @@ class RecordStore:
             self._load()
 
     @staticmethod
-    def key(problem: RecordProblem, cluster: int, member: int) -> str:
-        return f"{problem.key}#{cluster}#{member}"
+    def key(problem: str, cluster: int, member: int) -> str:
+        """A record's key: its problem's key (canonical JSON of its name), cluster and member index."""
+        return f"{problem}#{cluster}#{member}"
 
     def _load(self) -> None:
         doc = read_records(self.path)
-        if doc["fingerprint"] != self.fingerprint:
-            differ = sorted(k for k in set(doc["settings"]) | set(self.settings)
-                            if doc["settings"].get(k) != self.settings.get(k))
-            raise PsleError(f"{self.path}: records were made with other settings (differ in: "
-                            f"{', '.join(differ) or 'unknown'}); rerun with those settings or another -o")
+        check_settings(self.path, doc["settings"], self.settings, "records file",
+                       "rerun with those settings or another -o")
         self.rows = {r["key"]: r for r in doc["rows"]}
         self.done_problems = set(doc["done_problems"])
 
@@ -190,8 +58,8 @@ class RecordStore:
         self.rows[key] = {"key": key, **row}
         self.save()
 
-    def finish_problem(self, problem: RecordProblem) -> None:
-        self.done_problems.add(problem.key)
+    def finish_problem(self, problem: str) -> None:
+        self.done_problems.add(problem)
         self.save()
 
     def save(self) -> None:
@@ -203,10 +71,10 @@ class RecordStore:
             **{c: np.array([r[c] for r in rows], dtype=t) for c, t in COLUMNS.items()},
         }
         done = sorted(self.done_problems)
-        write_h5(self.path, {"format": FORMAT, "version": VERSION, "fingerprint": self.fingerprint,
+        write_columns(self.path, {"format": STORE.tag, "version": STORE.version, "fingerprint": self.fingerprint,
                              "settings": canonical(self.settings), "features": canonical(list(FEATURES)),
                              "done_problems": canonical(done), "sha256": content_hash(arrays, done)},
-                 "records", arrays)
+                      "records", arrays)
 
 
 def content_hash(arrays: dict[str, np.ndarray], done: list[str]) -> str:
@@ -226,11 +94,7 @@ def read_records(path: str | os.PathLike, any_features: bool = False) -> dict[st
     if not path.is_file():
         raise PsleError(f"{path}: no such file")
     def read(f: h5py.File) -> tuple:
-        if f.attrs.get("format") != FORMAT:
-            raise PsleError(f"{path}: not a psle records file (no '{FORMAT}' marker); refusing to use or "
-                            "overwrite it")
-        if int(f.attrs.get("version", -1)) != VERSION:
-            raise PsleError(f"{path}: records format version {f.attrs.get('version')} is not {VERSION}")
+        STORE.check(f, path)
         g = f["records"]
         arrays = {name: g[name][()] for name in ("key", "status", "features", *COLUMNS)}
         for name in ("key", "status"):
@@ -239,9 +103,9 @@ def read_records(path: str | os.PathLike, any_features: bool = False) -> dict[st
         return (arrays, json.loads(f.attrs["settings"]), json.loads(f.attrs["done_problems"]),
                 json.loads(f.attrs["features"]), f.attrs["sha256"], f.attrs["fingerprint"])
 
-    arrays, settings, done, names, stored_hash, stamp = read_h5(path, read, "records file")
-    if content_hash(arrays, done) != stored_hash or fingerprint(settings) != stamp:
-        raise PsleError(f"{path}: records file is damaged (checksum mismatch); refusing to use or overwrite it")
+    arrays, settings, done, names, stored_hash, stamp = read_store(path, read, "records file")
+    check_sha256(path, stored_hash, content_hash(arrays, done))
+    check_sha256(path, stamp, fingerprint(settings))
     if names != list(FEATURES) and not any_features:
         raise PsleError(f"{path}: records hold other features ({len(names)}) than this version computes "
                         f"({len(FEATURES)}); upgrade them with psle records --upgrade {path} -o NEW.h5")
@@ -253,48 +117,9 @@ def read_records(path: str | os.PathLike, any_features: bool = False) -> dict[st
 def data_conditions(paths: list[str]) -> dict[str, list]:
     """The sample sizes and edge-weight ranges the records' problems were generated with: a selector
     file names them, so a user can tell whether their data are like what it learned from."""
-    settings = [read_h5(p, lambda f: json.loads(f.attrs["settings"]), "records file") for p in paths]
+    settings = [read_store(p, lambda f: json.loads(f.attrs["settings"]), "records file") for p in paths]
     return {"samples": sorted({s["samples"] for s in settings}),
             "weights": [list(w) for w in sorted({tuple(s.get("weights", WEIGHTS)) for s in settings})]}
-
-
-def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress=None) -> tuple[RecordStore, int]:
-    """Records of an older feature set, with this version's features and no member rerun.
-
-    Each problem is regenerated and partitioned again; a cluster keeps its member runs only where
-    the features both versions compute agree with one of the regenerated clusters' (the same data),
-    so a generator change since the records were made drops its clusters instead of pairing old
-    runs with new data. Written once, at the end. Returns the store and the number of clusters dropped.
-    """
-    if Path(path).exists():  # RecordStore would resume it: old runs would mix with the upgraded ones
-        raise PsleError(f"{path} exists; --upgrade writes a new records file")
-    doc = read_records(source, any_features=True)
-    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "feature_version": FEATURE_VERSION}
-    store = RecordStore(path, settings, doc["settings"].get("shard", "0/1"))
-    shared = [(doc["features"].index(f), FEATURES.index(f)) for f in doc["features"] if f in FEATURES]
-    by_problem: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for r in doc["rows"]:
-        problem, c, _ = r["key"].rsplit("#", 2)
-        by_problem.setdefault(problem, {}).setdefault(int(c), []).append(r)
-    dropped = 0
-    for i, (key, clusters) in enumerate(sorted(by_problem.items())):
-        fresh = problem_clusters(RecordProblem(**json.loads(key)), settings["samples"],
-                                 tuple(settings.get("weights", WEIGHTS)))
-        for rows in clusters.values():
-            old = np.array([rows[0]["features"][a] for a, _ in shared])
-            c = next((c for c in fresh if np.allclose(old, [c.features[b] for _, b in shared], rtol=1e-6, atol=1e-9)),
-                     None)  # the same data, wherever the partition now lists it
-            if c is None:
-                dropped += 1
-                continue
-            for r in rows:
-                store.rows[r["key"]] = {**r, "features": c.features}
-        if key in doc["done_problems"]:
-            store.done_problems.add(key)
-        if progress:
-            progress("records: problems regenerated", i + 1, len(by_problem))
-    store.save()
-    return store, dropped
 
 
 def join_records(docs: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -319,45 +144,3 @@ def join_records(docs: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str,
                                 "(records made with other problem settings cannot be joined)")
             rows.setdefault(f"{cluster}#{local[int(m)]}", {**r, "key": f"{cluster}#{local[int(m)]}"})
     return members, list(rows.values())
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    k, sep, n = text.partition("/")
-    if not (sep and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
-        raise PsleError(f"--shard {text!r}: expected K/N with 0 <= K < N (e.g. $SLURM_ARRAY_TASK_ID/8)")
-    return int(k), int(n)
-
-
-def build_records(config: RecordsConfig, portfolio: list[dict[str, Any]], path: str | os.PathLike, executor,
-                  shard: str = "0/1", progress=None) -> RecordStore:
-    """Run every portfolio member on every cluster of this shard's problems; resumes from `path`."""
-    k, n_shards = parse_shard(shard)
-    store = RecordStore(path, config.settings(portfolio), shard)
-    problems = [p for i, p in enumerate(record_problems(config)) if i % n_shards == k]
-    todo = [p for p in problems if p.key not in store.done_problems]
-    clusters: list[Cluster] = []
-    for i, rp in enumerate(todo):
-        clusters += problem_clusters(rp, config.samples, config.weights)
-        if progress:
-            progress("records: problems generated and partitioned", i + 1, len(todo))
-    tasks, where = [], []
-    for c in sorted(clusters, key=lambda c: -len(c.idx)):  # largest first, as PEF does
-        cov = executor.scatter(c.cov, broadcast=False)
-        for m, spec in enumerate(portfolio):
-            if store.key(c.problem, c.index, m) not in store.rows:
-                tasks.append([spec, cov, c.n, c.names, config.time_limit])
-                where.append((c, m))
-    threads = executor.task_threads(len(tasks))
-    left = {rp.key: sum(1 for c, _ in where if c.problem.key == rp.key) for rp in todo}
-    for rp in todo:
-        if left[rp.key] == 0:
-            store.finish_problem(rp)
-    for done, (t, run) in enumerate(executor.run(run_member, [(*a, threads) for a in tasks]), 1):
-        c, m = where[t]
-        store.put(store.key(c.problem, c.index, m), {"size": len(c.idx), "features": c.features, **score(run, c)})
-        left[c.problem.key] -= 1
-        if left[c.problem.key] == 0:
-            store.finish_problem(c.problem)
-        if progress:
-            progress("records: member runs", done, len(tasks))
-    return store

@@ -8,7 +8,7 @@ For `bic`, ties (members that return the same graph) are labelled with the faste
 The models are scikit-learn random forests (see Selector), as in SATzilla- and AutoFolio-style
 per-instance algorithm selection; for `truth`, one regressor per pair of members predicts their
 difference in Q, as AutoFolio's pairwise regression does. Where the chosen member fails, PEF falls
-back to the next best-scored one, and the evaluation in hpc.select.evaluate scores that same policy.
+back to the next best-scored one, and the evaluation in hpc.train.evaluate scores that same policy.
 A selector file is JSON holding the portfolio, the training examples and the model's settings,
 with a checksum; the forests are re-fit from them when first used (deterministic, a few seconds).
 Nothing is unpickled, so a file from anywhere is safe to load, and a file stays usable across
@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from hpc.autosle.checkpoint import canonical
+from hpc.store import canonical
 from hpc.errors import PsleError
 from hpc.jsontext import dumps
-from hpc.select.examples import Example, scores
+from hpc.select.examples import Example, default_tolerance, scores
 from hpc.select.features import FEATURE_VERSION, FEATURES
 
 FORMAT = "psle-selector"
@@ -153,7 +153,7 @@ class Selector:
     @classmethod
     def from_examples(cls, examples: list[Example], target: str, portfolio_name: str,
                       portfolio: list[dict[str, Any]], provenance: dict[str, Any] | None = None,
-                      tolerance: float = 0.0) -> Selector:
+                      tolerance: float | None = None) -> Selector:
         usable = [e for e in examples if e.ok.any()]
         if target == "bic":  # a cluster whose BIC is unknown for a finished run has no known winner
             usable = [e for e in usable if not np.isnan(e.bic[e.ok]).any()]
@@ -161,7 +161,8 @@ class Selector:
             raise PsleError("no training cluster has a successful member run")
         return cls(target, portfolio_name, portfolio, np.stack([e.features for e in usable]),
                    np.stack([scores(e, target) for e in usable]), np.array([float(e.size) for e in usable]),
-                   provenance, np.stack([e.seconds for e in usable]), tolerance)
+                   provenance, np.stack([e.seconds for e in usable]),
+                   default_tolerance(target) if tolerance is None else tolerance)
 
     def rank(self, features: np.ndarray) -> np.ndarray:
         """A score per portfolio member: predicted Q above the portfolio's mean (`truth`) or probability

@@ -16,7 +16,7 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 from omegaconf import OmegaConf
 
 from hpc.errors import PsleError
-from hpc.launch.container import image_python
+from hpc.container import image_python
 from hpc.learners.ensemble import conf_dir
 from hpc.launch.preflight import check_slurm_launcher, check_task
 from hpc.launch.status import MANIFEST, summary, task_states, write_manifest

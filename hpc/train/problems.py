@@ -1,4 +1,5 @@
-"""The training set: benchmark problems with known truth, drawn as in the paper (§4.1.2).
+"""Problems with known truth to learn from, drawn as in the paper (§4.1.2): Auto-SLE's training set here,
+the selection records' problems in hpc.train.records, both sized and seeded by the two helpers below.
 
 A problem is named by (network, nodes, seed, samples, edge weights) and regenerated on demand,
 so the training set costs no disk and a checkpoint only has to store those values.
@@ -14,6 +15,16 @@ import numpy as np
 from hpc.data.generate import WEIGHTS, check_weights, weights_setting
 from hpc.data.networks import bnlearn_names, load_network
 from hpc.errors import PsleError
+
+
+def log_uniform_nodes(rng: np.random.Generator, low: int, high: int) -> int:
+    """A problem size drawn log-uniformly in [low, high]: as many small problems as large ones per decade."""
+    return int(round(np.exp(rng.uniform(np.log(low), np.log(high)))))
+
+
+def problem_seed(seed: int, k: int) -> int:
+    """The k-th problem's generator seed under a set's `seed`: sets with other seeds share no problem."""
+    return seed * 1_000_003 + k
 
 
 @dataclass(frozen=True)
@@ -55,8 +66,8 @@ def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
     specs = []
     for k in range(config.problems):
         network = pool[int(rng.integers(len(pool)))]
-        nodes = int(round(np.exp(rng.uniform(np.log(config.min_nodes), np.log(config.max_nodes)))))
-        specs.append(ProblemSpec(network, max(nodes, 1), config.seed * 1_000_003 + k, config.samples, weights))
+        nodes = log_uniform_nodes(rng, config.min_nodes, config.max_nodes)
+        specs.append(ProblemSpec(network, max(nodes, 1), problem_seed(config.seed, k), config.samples, weights))
     return specs
 
 

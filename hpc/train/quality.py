@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hpc.autosle.training import ProblemSpec, materialise
+from hpc.train.problems import ProblemSpec, materialise
 from hpc.graphs.metrics import compare
 from hpc.learners.members import OK, LearnerError, member_from_spec
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from hpc.autosle.checkpoint import Checkpoint
-from hpc.autosle.quality import member_quality
-from hpc.autosle.space import PAPER_SPACE, check_space, configuration_space, to_spec
-from hpc.autosle.training import TrainingConfig, training_problems
+from hpc.train.checkpoint import Checkpoint
+from hpc.train.quality import member_quality
+from hpc.train.space import PAPER_SPACE, check_space, configuration_space, to_spec
+from hpc.train.problems import TrainingConfig, training_problems
 from hpc.errors import PsleError
 from hpc.executors import SerialExecutor
 from hpc.progress import Progress
@@ -86,9 +86,7 @@ def _smac(config: TrainConfig, round_index: int, workdir: str):
                intensifier=HPO.get_intensifier(scenario, max_config_calls=1))
 
 
-def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bool = True) -> TrainResult:
-    from smac.runhistory.dataclasses import TrialValue
-
+def check_config(config: TrainConfig) -> None:
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED") in (None, "", "random"):
         raise PsleError("Auto-SLE replays SMAC from its checkpoint, and SMAC's choices depend on Python's string "
                         "hashing: run with PYTHONHASHSEED=0 (psle train sets it itself)")
@@ -97,51 +95,72 @@ def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bo
     if config.objective not in OBJECTIVES:
         raise PsleError(f"objective must be one of {', '.join(OBJECTIVES)}, got {config.objective!r}")
     check_space(config.space)
+
+
+class Evaluations:
+    """Q and BIC of a configuration on every training problem: from the checkpoint, or run on the executor
+    (and then kept in the checkpoint at once)."""
+
+    def __init__(self, ckpt: Checkpoint, problems: list, time_limit: float | None, executor):
+        self.ckpt, self.problems, self.time_limit, self.executor = ckpt, problems, time_limit, executor
+        self.ran = 0
+
+    def __call__(self, spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        missing = [i for i in range(len(self.problems)) if self.ckpt.get(spec, i) is None]
+        tasks = [(spec, self.problems[i], self.time_limit) for i in missing]
+        for t, result in self.executor.run(member_quality, tasks):
+            self.ckpt.put(spec, missing[t], result)
+            self.ran += 1
+        found = [self.ckpt.get(spec, i) for i in range(len(self.problems))]
+        return (np.array([e["quality"] for e in found]),
+                np.array([np.nan if e["bic"] is None else e["bic"] for e in found]))
+
+
+def best_of_round(config: TrainConfig, r: int, workdir: str, evaluate: Evaluations, chosen_q: list[np.ndarray],
+                  chosen_bic: list[np.ndarray], trial_seconds: list[float],
+                  show: Progress) -> tuple[float, dict[str, Any], np.ndarray, np.ndarray]:
+    """Round r's SMAC search: the configuration whose addition gains most, its gain, Q and BIC."""
+    from smac.runhistory.dataclasses import TrialValue
+
+    now = ensemble_quality(chosen_q, chosen_bic, config.objective) if chosen_q else np.zeros(len(evaluate.problems))
+    smac = _smac(config, r, workdir)
+    best: tuple[float, dict[str, Any], np.ndarray, np.ndarray] | None = None
+    for t in range(config.trials):
+        tick = time.perf_counter()
+        info = smac.ask()
+        spec = to_spec(info.config, tuple(config.space))
+        q, b = evaluate(spec)
+        gain = float((ensemble_quality(chosen_q + [q], chosen_bic + [b], config.objective) - now).mean())
+        smac.tell(info, TrialValue(cost=-gain))
+        if best is None or gain > best[0]:
+            best = (gain, spec, q, b)
+        trial_seconds.append(time.perf_counter() - tick)
+        left = (config.trials - t - 1 + (config.k - r - 1) * config.trials) * float(np.mean(trial_seconds[-20:]))
+        show(f"round {r + 1}/{config.k}, best gain {best[0]:.4f}, ~{left / 60:.1f} min left; trials",
+             t + 1, config.trials)
+    assert best is not None  # trials >= 1
+    return best
+
+
+def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bool = True) -> TrainResult:
+    """Auto-SLE's greedy loop: each round adds the configuration SMAC finds that most improves the ensemble's
+    mean Q over the training problems, until `config.k` members or no gain."""
+    check_config(config)
     problems = training_problems(config.training)
     ckpt = Checkpoint(checkpoint_path, config.settings())
-    executor = executor or SerialExecutor()
+    evaluate = Evaluations(ckpt, problems, config.time_limit, executor or SerialExecutor())
     show = Progress(progress)
     cached_at_start = len(ckpt.evaluations)
-    ran = 0
-    ensemble_q = np.zeros(len(problems))
     chosen_q: list[np.ndarray] = []
     chosen_bic: list[np.ndarray] = []
     members: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
     started = time.perf_counter()
     trial_seconds: list[float] = []
-
-    def qualities(spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-        nonlocal ran
-        missing = [i for i in range(len(problems)) if ckpt.get(spec, i) is None]
-        tasks = [(spec, problems[i], config.time_limit) for i in missing]
-        for t, result in executor.run(member_quality, tasks):
-            ckpt.put(spec, missing[t], result)
-            ran += 1
-        found = [ckpt.get(spec, i) for i in range(len(problems))]
-        return (np.array([e["quality"] for e in found]),
-                np.array([np.nan if e["bic"] is None else e["bic"] for e in found]))
-
     with tempfile.TemporaryDirectory(prefix="psle-smac-") as workdir, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for r in range(config.k):
-            smac = _smac(config, r, workdir)
-            best: tuple[float, dict[str, Any], np.ndarray, np.ndarray] | None = None
-            for t in range(config.trials):
-                tick = time.perf_counter()
-                info = smac.ask()
-                spec = to_spec(info.config, tuple(config.space))
-                q, b = qualities(spec)
-                gain = float((ensemble_quality(chosen_q + [q], chosen_bic + [b], config.objective)
-                              - ensemble_q).mean())
-                smac.tell(info, TrialValue(cost=-gain))
-                if best is None or gain > best[0]:
-                    best = (gain, spec, q, b)
-                trial_seconds.append(time.perf_counter() - tick)
-                left = (config.trials - t - 1 + (config.k - r - 1) * config.trials) * float(np.mean(trial_seconds[-20:]))
-                show(f"round {r + 1}/{config.k}, best gain {best[0]:.4f}, ~{left / 60:.1f} min left; trials",
-                     t + 1, config.trials)
-            gain, spec, q, b = best
+            gain, spec, q, b = best_of_round(config, r, workdir, evaluate, chosen_q, chosen_bic, trial_seconds, show)
             if gain <= 0:
                 show.note(f"round {r + 1}: no configuration improves the ensemble; stopping with {len(members)}")
                 break
@@ -152,6 +171,6 @@ def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bo
             rounds.append({"round": r + 1, "member": spec, "gain": gain, "quality": float(ensemble_q.mean())})
             show.note(f"round {r + 1}: added {spec}, Q(A, T) = {ensemble_q.mean():.4f}")
             ckpt.set_rounds(rounds)
-    show.note(f"trained in {time.perf_counter() - started:.1f} s: {ran} evaluations run, "
+    show.note(f"trained in {time.perf_counter() - started:.1f} s: {evaluate.ran} evaluations run, "
               f"{cached_at_start} reused from {checkpoint_path}")
-    return TrainResult(members, rounds, ran, cached_at_start)
+    return TrainResult(members, rounds, evaluate.ran, cached_at_start)

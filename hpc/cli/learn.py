@@ -1,0 +1,193 @@
+"""`psle learn`: one method on a data file, here or as a SLURM job; the flags become the run path's
+MethodSpec (hpc.run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hpc.errors import PsleError
+from hpc.cli.options import (GRAPH_SUFFIXES, PROBLEM_SUFFIXES, check_scheduler, executor_options, positive, slurm_options, whole)
+
+
+
+def parse_params(items: list[str]) -> dict[str, object]:
+    """`name=value` pairs; values parsed as JSON where possible (numbers, true/false)."""
+    params: dict[str, object] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise PsleError(f"--param {item!r}: expected name=value")
+        try:
+            params[name.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[name.strip()] = raw
+    return params
+
+
+def methods() -> tuple[str, ...]:
+    """p-sle and sle, then every registered learner inside PEF (p-<name>) and alone."""
+    from hpc.learners.members import MEMBERS
+
+    return ("p-sle", "sle", *(f"p-{m}" for m, cls in MEMBERS.items() if cls.pef), *MEMBERS)
+
+
+def method_spec(args: argparse.Namespace):
+    """`psle learn`'s method flags as the run path's MethodSpec."""
+    from hpc.learners.members import MEMBERS
+    from hpc.run import MethodSpec
+
+    params = parse_params(args.param)
+    if params and args.method in ("sle", "p-sle"):
+        raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
+    if args.selection is not None and args.selection != "all" and args.method != "p-sle":
+        raise PsleError(f"--selection {args.selection} applies to p-sle only, not {args.method}")
+    selection = args.selection or default_selection(args.method, args.sle, args.selector)
+    pef = args.method.startswith("p-")
+    options = {"pef_options": parse_params(args.pef)} if args.pef else {}
+    if args.runaway is not None:
+        if selection != "predicted":
+            raise PsleError(f"--runaway applies to --selection predicted (it cuts a run that outlasts its "
+                            f"prediction), not to this run's selection {selection}")
+        options["runaway"] = args.runaway
+    if args.method in ("sle", "p-sle"):
+        predicted = selection == "predicted"
+        return MethodSpec(args.method, pef, sle=args.sle or (None if predicted else "learned"),
+                          selection=selection, selector=(args.selector or "truth") if predicted else None,
+                          top_k=args.top_k, **options)
+    base = args.method[2:] if pef else args.method
+    assert base in MEMBERS  # argparse's choices come from the registry
+    return MethodSpec(args.method, pef, members=({"method": base, **params},), **options)
+
+
+def default_selection(method: str, sle: str | None, selector: str | None) -> str:
+    """`psle learn`'s selection when --selection is not given: p-sle runs the shipped truth selector's
+    choice (more accurate than the paper's rule on every held-out family measured, at a fraction of the
+    member runs; bench/HISTORY.md), except for an ensemble of the user's own (--sle) with no selector for it,
+    where the paper's rule is the only one that applies."""
+    if method != "p-sle" or (sle is not None and selector is None):
+        return "all"
+    return "predicted"
+
+
+def describe_run(spec, learner) -> str:
+    """How a run introduces itself on the terminal."""
+    from hpc.learners.ensemble import SLE
+    from hpc.pef.pipeline import PEF
+
+    if isinstance(learner, PEF) and spec.selection == "predicted":
+        selector = learner._selector()
+        name = selector.portfolio_name if spec.sle is None else Path(spec.sle).stem
+        chosen = "the learner" if spec.top_k == 1 else f"the {spec.top_k} learners (best BIC kept)"
+        return (f"p-sle: each cluster learned by {chosen} the '{spec.selector}' selector expects to do best there, "
+                f"of {len(learner.ensemble())} learners ('{name}')")
+    if spec.sle is not None and isinstance(learner, (PEF, SLE)):
+        return f"{spec.name} ({Path(spec.sle).stem} ensemble, {len(learner.ensemble())} members)"
+    if isinstance(learner, PEF):
+        return f"{spec.name} ({member_repr(learner.ensemble()[0])})"
+    return repr(learner)
+
+
+def member_repr(spec: dict) -> str:
+    from hpc.learners.members import member_from_spec
+
+    return repr(member_from_spec(spec))
+
+
+def run(args: argparse.Namespace) -> None:
+    from hpc.atomic import check_output
+    from hpc.run import build_estimator, learn_file
+
+    check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
+    if args.slurm and args.checkpoint is None and args.method.startswith("p-"):
+        args.checkpoint = str(Path(args.output).with_suffix(".checkpoint.h5"))  # a requeued job resumes from it
+    if args.checkpoint:
+        check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint", inputs=(args.data, args.output))
+    spec = method_spec(args)
+    try:
+        learner = build_estimator(spec, args.time_limit, args.wall_limit, checkpoint=args.checkpoint)
+    except PsleError as exc:
+        raise PsleError(str(exc).replace("PEF setting ", "--pef ")) from None
+    label = describe_run(spec, learner)
+    check_scheduler(args)
+    if not Path(args.data).is_file():
+        raise PsleError(f"{args.data}: no such file")
+    if args.slurm:
+        submit(args, spec, label)
+        return
+    learn_file(args.data, args.output, spec, args.time_limit, args.wall_limit, args.checkpoint, not args.serial,
+               args.scheduler, args.workers, label)
+
+
+def submit(args: argparse.Namespace, spec, label: str) -> None:
+    from hpc.launch.slurm import submit_learn
+
+    paths = [str(Path(p).resolve()) if p else None for p in (args.data, args.output, args.checkpoint)]
+    folder = Path(paths[1]).parent / ".submitit"
+    job = submit_learn(spec, *paths, args.time_limit, args.wall_limit, args.workers, label, folder, args.partition,
+                       args.time_min, args.mem_gb, args.cpus, args.requeues, args.container)
+    print(f"psle: submitted SLURM job {job.job_id} (logs in {folder})"
+          + (f"; preemption-safe: it resumes {args.checkpoint}" if args.checkpoint else ""), file=sys.stderr)
+    if args.wait:
+        job.result()
+        print(f"psle: job {job.job_id} finished -> {args.output}", file=sys.stderr)
+
+
+def pef_help() -> str:
+    """The --pef help, with each setting's default read from its config class."""
+    from dataclasses import fields
+
+    from hpc.pef.fusion import FusionConfig
+    from hpc.pef.partition import PartitionConfig
+    from hpc.pef.repair import RepairConfig
+
+    settings = ", ".join(f"{f.name} ({getattr(c, f.name)})" for c in (PartitionConfig(), FusionConfig(), RepairConfig())
+                         for f in fields(c))
+    return (f"PEF settings (default): {settings}; e.g. context (outside variables each cluster's search sees, per "
+            "cluster variable), max_size (split clusters above it; 0: the paper's rule), whole_below (learn smaller "
+            "problems whole), repair_rounds (0: no repair after fusion), repair_block (variables per repair search)")
+
+
+def add(sub) -> None:
+    """Declare `psle learn`."""
+    from hpc.learners.members import MEMBERS
+
+    learn = sub.add_parser("learn", help="learn a CPDAG from data (CSV with a header row, or problem .h5)")
+    learn.add_argument("data", help="data file: CSV (header = variable names) or problem .h5")
+    learn.add_argument("--method", default="p-sle", choices=methods(),
+                       help="p-sle (default): PEF with an ensemble; sle: the ensemble on the whole problem; "
+                            "p-<learner>: PEF with one learner; <learner>: one learner on the whole problem")
+    learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned, default, random, portfolio or "
+                                                   "a .yaml (with --selection all: default learned; with predicted: "
+                                                   "the selector's portfolio)")
+    learn.add_argument("--selection", default=None, choices=["all", "predicted"],
+                       help="p-sle: only the member(s) a selector predicts from each cluster's features (predicted, "
+                            "the default) or all members on every cluster, keeping the best BIC (all, the paper; the "
+                            "default for --method sle and for an --sle ensemble without --selector)")
+    learn.add_argument("--selector", default=None, metavar="NAME|PATH",
+                       help="with --selection predicted: truth (best F1 on held-out families; default), bic (the "
+                            "paper's BIC winner, fewer runs) or a selector .json from `psle selector fit`")
+    learn.add_argument("--top-k", type=whole(1), default=1, metavar="K",
+                       help="with --selection predicted: run the K most likely members and keep the best BIC")
+    learn.add_argument("--runaway", type=float, default=None, metavar="FACTOR",
+                       help="with --selection predicted: cut a member run at FACTOR times its predicted seconds "
+                            "(at least 900 s) and run the next member instead, unless it is the last (default 20; "
+                            "0: off)")
+    learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
+    learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
+                       help=pef_help())
+    learn.add_argument("--time-limit", type=positive, default=None, metavar="SECONDS",
+                       help="per member run (per cluster under PEF)")
+    learn.add_argument("--wall-limit", type=positive, default=None, metavar="SECONDS",
+                       help="for the whole run: member runs still going are cut and nothing is written (a single "
+                            "learner's one run is the whole run: the smaller limit applies)")
+    learn.add_argument("--checkpoint", default=None, metavar="RUN.h5",
+                       help="PEF methods: keep the partition and every finished member run here; the same command "
+                            "after a kill or preemption resumes from it")
+    executor_options(learn)
+    learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
+    slurm_options(learn, "the run", 240)
+    learn.set_defaults(func=run)
