@@ -80,14 +80,16 @@ def check_sha256(path: str | os.PathLike, stored: Any, computed: str) -> None:
                         "overwrite it")
 
 
-def read_store(path: str | os.PathLike, read: Callable[[h5py.File], T], what: str) -> T:
+def read_store(path: str | os.PathLike, read: Callable[[h5py.File], T], what: str, kept: bool = True) -> T:
     """`read(file)` on `path`, with every failure as one PsleError naming the file: not HDF5 at all,
     `read`'s own refusals, or damage, which h5py reports as OSError, KeyError, ValueError, ...
-    depending on where it broke. `what` names the file's kind ("checkpoint")."""
+    depending on where it broke. `what` names the file's kind ("checkpoint"); `kept`: the caller would
+    write to the file (a store), so the message says a refused one is left alone."""
+    left = "; refusing to use or overwrite it" if kept else ""
     try:
         f = h5py.File(path, "r")
     except OSError:
-        raise PsleError(f"{path}: not an HDF5 file; refusing to use or overwrite it") from None
+        raise PsleError(f"{path}: not an HDF5 file{left}") from None
     try:
         with f:
             return read(f)
@@ -95,7 +97,7 @@ def read_store(path: str | os.PathLike, read: Callable[[h5py.File], T], what: st
         raise
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise PsleError(f"{path}: damaged {what} ({first}); refusing to use or overwrite it") from None
+        raise PsleError(f"{path}: damaged {what} ({first}){left}") from None
 
 
 @contextmanager

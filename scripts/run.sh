@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 OUT="$ROOT/runs/demo"
 mkdir -p "$OUT"
-psle generate --network alarm --nodes 1000 --seed 0 -o "$OUT/alarm-1000.h5"
+psle generate --network alarm --nodes 1000 --seed 0 --force -o "$OUT/alarm-1000.h5"   # the same bytes every time
 psle learn "$OUT/alarm-1000.h5" -o "$OUT/p-sle.json"
 psle evaluate "$OUT/p-sle.json" --truth "$OUT/alarm-1000.h5"
 echo "graph: $OUT/p-sle.json (JSON: variables, edges, meta)"

@@ -112,6 +112,42 @@ def test_generate_rejects_unwritable_output(tmp_path):
     assert list(locked.iterdir()) == []
 
 
+def test_generate_refuses_to_replace_a_problem_file_unless_forced(tmp_path):
+    out = tmp_path / "p.h5"
+    assert psle("generate", "--network", "asia", "--nodes", "16", "-o", str(out)).returncode == 0
+    first = out.read_bytes()
+    assert_one_line_failure(psle("generate", "--network", "asia", "--nodes", "16", "--seed", "3", "-o", str(out)),
+                            "p.h5 exists", "--force replaces it")
+    assert out.read_bytes() == first
+    assert psle("generate", "--network", "asia", "--nodes", "16", "--seed", "3", "--force", "-o", str(out)).returncode == 0
+    assert out.read_bytes() != first
+
+
+def test_convert_between_formats_and_evaluate_against_a_truth_graph(tmp_path):
+    from hpc.graphs.io import read_graph
+
+    problem = tmp_path / "p.h5"
+    assert psle("generate", "--network", "asia", "--nodes", "16", "-o", str(problem)).returncode == 0
+    truth = tmp_path / "truth.json"
+    with h5py.File(problem) as f:
+        names = [v.decode() for v in f["variables"][()]]
+        edges = f["truth/edges"][()]
+    truth.write_text(json.dumps({"variables": names, "edges": [[names[a], names[b], "-->"] for a, b in edges]}))
+    for target in ("truth.graphml", "truth.dot", "truth.csv", "truth.txt"):
+        run = psle("convert", str(truth), "-o", str(tmp_path / target))
+        assert run.returncode == 0, run.stderr
+        assert read_graph(tmp_path / target).reindexed(names) == read_graph(truth)
+    # a true DAG (or CPDAG) in any graph format scores like the problem file's truth: the true CPDAG is perfect
+    from hpc.graphs.equivalence import dag_to_cpdag
+    from hpc.graphs.io import write_graph
+
+    write_graph(tmp_path / "cpdag.csv", dag_to_cpdag(read_graph(truth)))
+    for reference in (problem, tmp_path / "truth.graphml", tmp_path / "truth.dot", tmp_path / "cpdag.csv"):
+        scored = json.loads(psle("evaluate", str(tmp_path / "cpdag.csv"), "--truth", str(reference), "--json").stdout)
+        assert scored["shd"] == 0 and scored["f1_adjacent"] == 1.0
+    assert_one_line_failure(psle("convert", str(truth), "-o", str(tmp_path / "t.png")), "must be named .json or")
+
+
 def test_evaluate_rejects_truth_file_without_truth(tmp_path, alarm):
     bare = tmp_path / "bare.h5"
     with h5py.File(bare, "w") as f:
@@ -163,6 +199,8 @@ def test_learn_with_pef_on_dask_writes_clusters_fusion_and_progress(tmp_path):
     meta = json.loads(out.read_text())["meta"]
     sizes = [c["size"] for c in meta["clusters"]]
     assert sum(sizes) == 200 and len(sizes) > 1  # 25 Asia replicas: several clusters, every variable in one
+    named = [v for c in meta["clusters"] for v in c["variables"]]
+    assert sorted(named) == sorted(json.loads(out.read_text())["variables"])  # each cluster says what it holds
     for c in meta["clusters"]:
         assert c["winner"] == 0 and c["runs"][0]["member"] == {"method": "pc-stable"} and c["runs"][0]["seconds"] >= 0
     fusion = meta["fusion"]
@@ -172,7 +210,7 @@ def test_learn_with_pef_on_dask_writes_clusters_fusion_and_progress(tmp_path):
     # The terminal shows the dask dashboard, clusters done / total and fusion progress.
     assert "dask dashboard at http" in run.stderr
     n = len(sizes)  # one member: one run per cluster
-    assert f"estimation: member runs {n}/{n}, clusters: {n}/{n}" in run.stderr and "fusion" in run.stderr
+    assert f"estimation: member runs {n}/{n}, clusters with a graph: {n}/{n}" in run.stderr and "fusion" in run.stderr
     scored = json.loads(psle("evaluate", str(out), "--truth", str(problem), "--json").stdout)
     assert scored["f1_adjacent"] > 0.8
 
@@ -220,7 +258,7 @@ def test_learn_timeout_writes_nothing(tmp_path):
 @pytest.mark.parametrize("text, fragment", [
     ("x,y\n1,2\n3,abc\n4,5\n", "column 'y', row 2: 'abc' is not a number"),
     ("x,y\n1,2\n1,3\n1,5\n", "constant column(s) carry no information: 'x'"),
-    ("x,y\n1,2\nnan,3\n2,5\n", "column 'x', row 2: 'nan' is not a finite number"),
+    ("x,y\n1,2\ninf,3\n2,5\n", "column 'x', row 2: 'inf' is not a finite number"),
     ("x,y\n1,2\n2,3\n", "needs at least 3"),
     ("x,y\n1,2\n2,3,4\n5,6\n", "malformed CSV"),
 ])

@@ -4,19 +4,40 @@ import pytest
 
 from hpc.data.generate import benchmark_problem
 from hpc.data.problem import read_problem, write_problem
-from hpc.data.tabular import read_csv, read_data
+from hpc.data.tabular import check_learnable, read_csv, read_data
 from hpc.errors import PsleError
 from hpc.graphs.io import from_tetrad_text, read_graph, read_json, to_tetrad_text, write_graph, write_json
 from tests.conftest import dag
 
-G = dag("abcd", "a>c b>c c-d")
+G = dag("abcde", "a>c b>c c-d")  # e has no edge
 
 
-@pytest.mark.parametrize("suffix", [".json", ".csv", ".txt"])
-def test_graph_files_round_trip(tmp_path, suffix):
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".txt", ".graphml", ".dot"])
+def test_graph_files_round_trip_with_variables_that_have_no_edge(tmp_path, suffix):
     path = tmp_path / f"g{suffix}"
     write_graph(path, G)
-    assert read_graph(path).reindexed(G.variables) == G
+    back = read_graph(path)
+    assert sorted(back.variables) == list("abcde") and back.reindexed(G.variables) == G
+
+
+def test_networkx_reads_the_graphml_back_with_marks_and_attributes(tmp_path):
+    import networkx as nx
+
+    write_graph(tmp_path / "g.graphml", G, edge_attributes={("a", "c"): {"frequency": 0.75}})
+    back = nx.read_graphml(tmp_path / "g.graphml")
+    assert sorted(back.nodes) == list("abcde")
+    assert {(a, b): d for a, b, d in back.edges(data=True)} == {
+        ("a", "c"): {"mark": "-->", "frequency": 0.75}, ("b", "c"): {"mark": "-->"}, ("c", "d"): {"mark": "---"}}
+
+
+def test_dot_marks_undirected_edges_and_reads_plain_digraphs(tmp_path):
+    from hpc.graphs.io import from_dot, to_dot
+
+    text = to_dot(G)
+    assert '"c" -> "d" [mark="---", dir="none"];' in text and '"e";' in text
+    plain = from_dot('digraph g {\n  a -> b;\n  b -- c\n  "x y" -> c [color=red];\n}\n', "plain.dot")
+    assert plain.variables == ("a", "b", "c", "x y")
+    assert sorted(plain.named_edges()) == [("a", "b", "-->"), ("b", "c", "---"), ("x y", "c", "-->")]
 
 
 def test_json_has_the_exchange_form_and_keeps_meta(tmp_path):
@@ -73,9 +94,8 @@ def test_csv_reads_names_and_values(tmp_path):
     ("x,,z\n1,2,3\n", "column 2 has no name"),
     ("x,y\n1,2\n3,4,5\n", "malformed CSV"),
     ("x,y\n1,2\n3,abc\n", "column 'y', row 2: 'abc' is not a number"),
-    ("x,y\n1,\n3,4\n", "column 'y', row 1: missing value"),
     ("x,y\n1,2\ninf,4\n", "column 'x', row 2: 'inf' is not a finite number"),
-    ("x,y\n1,2\nnan,4\n", "column 'x', row 2: 'nan' is not a finite number"),
+    ("x,y\n1,NA\n3,\n", "every row has a missing value"),
 ])
 def test_malformed_csv_gets_a_one_line_error(tmp_path, text, message):
     path = tmp_path / "d.csv"
@@ -83,6 +103,39 @@ def test_malformed_csv_gets_a_one_line_error(tmp_path, text, message):
     with pytest.raises(PsleError, match=message) as info:
         read_csv(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_rows_with_missing_values_are_left_out_with_one_warning(tmp_path):
+    (tmp_path / "d.csv").write_text("x,y,z\n1,NA,3\n4,5,6\n,8,9\n10,11,nan\n13,14,15\n")
+    with pytest.warns(UserWarning, match=r"3 of 5 rows have missing values \(most in 'x' \(1\), 'y' \(1\), 'z' "
+                                         r"\(1\)\); they are left out"):
+        data, _ = read_csv(tmp_path / "d.csv")
+    assert data.tolist() == [[4, 5, 6], [13, 14, 15]]
+
+
+def test_semicolon_separated_csv_with_decimal_commas(tmp_path):
+    (tmp_path / "d.csv").write_text("a;b\n1,5;2\n-3;4,25\n")
+    data, names = read_csv(tmp_path / "d.csv")
+    assert names == ("a", "b") and data.tolist() == [[1.5, 2.0], [-3.0, 4.25]]
+    (tmp_path / "e.csv").write_text("a;b\n1.5;2\n3;x\n")
+    with pytest.raises(PsleError, match=r"column 'b', row 2: 'x' is not a number"):
+        read_csv(tmp_path / "e.csv")
+
+
+def test_data_a_gaussian_score_cannot_use_is_refused_or_warned_in_one_line():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 6))
+    x[:, 3], x[:, 4] = np.arange(1, 6), [0, 1, 1, 0, 1]
+    names = [f"v{i}" for i in range(6)]
+    with pytest.warns(UserWarning) as caught:
+        check_learnable(x, names)
+    said = [str(w.message) for w in caught]
+    assert any("5 rows for 6 variables" in m for m in said)
+    assert any("'v3' number the rows" in m for m in said)
+    assert any("two values ('v4')" in m for m in said)
+    x[:, 5] = 1 - 3 * x[:, 0]
+    with pytest.raises(PsleError, match=r"columns 'v0' and 'v5' are copies of each other"):
+        check_learnable(x, names)
 
 
 def test_csv_byte_order_mark_and_tab_separated_files(tmp_path):

@@ -13,11 +13,11 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from hpc.cli import doctor, evaluate, generate, learn, records, results, selector, train
+from hpc.cli import convert, doctor, evaluate, example, generate, learn, records, results, selector, train
 from hpc.cli.options import Parser
 from hpc.errors import PsleError, one_line_warning
 
-COMMANDS = (generate, evaluate, learn, train, records, selector, results, doctor)
+COMMANDS = (generate, example, evaluate, convert, learn, train, records, selector, results, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,26 +1,37 @@
-"""`psle evaluate`: a learned graph against a problem's true DAG, as CPDAGs."""
+"""`psle evaluate`: a learned graph against the truth, as CPDAGs: a problem file's true DAG, or a graph
+file of your own (a DAG, or a CPDAG)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from hpc.cli.options import PROBLEM_SUFFIXES
 from hpc.errors import PsleError
 from hpc.jsontext import dumps
 
 
-
 def run(args: argparse.Namespace) -> None:
-    from hpc.data.problem import read_problem
+    from hpc.graphs.equivalence import to_cpdag
     from hpc.graphs.io import read_graph
-    from hpc.graphs.metrics import evaluate
+    from hpc.graphs.metrics import compare
 
-    problem = read_problem(args.truth, need_truth=True)
+    if Path(args.truth).suffix.lower() in PROBLEM_SUFFIXES:
+        from hpc.data.problem import read_problem
+
+        truth = read_problem(args.truth, need_truth=True).truth
+    else:
+        truth = read_graph(args.truth)
     estimate = read_graph(args.result)
     try:
-        estimate = estimate.reindexed(problem.variables)
+        estimate = estimate.reindexed(truth.variables)
     except PsleError as exc:
         raise PsleError(f"{args.result}: {exc} {args.truth}") from None
-    metrics = evaluate(estimate, problem.truth).as_dict()
+    try:
+        reference = to_cpdag(truth)
+    except PsleError as exc:
+        raise PsleError(f"{args.truth}: the truth is neither a DAG nor a CPDAG ({exc})") from None
+    metrics = compare(estimate, reference).as_dict()
     if args.json:
         print(dumps(metrics))
     else:
@@ -30,8 +41,12 @@ def run(args: argparse.Namespace) -> None:
 
 def add(sub) -> None:
     """Declare `psle evaluate`."""
-    ev = sub.add_parser("evaluate", help="compare a learned graph with a problem's true DAG (as CPDAGs)")
-    ev.add_argument("result", help="learned graph (.json, .csv edge list or Tetrad .txt)")
-    ev.add_argument("--truth", required=True, help="problem file (.h5) holding /truth/edges")
+    from hpc.graphs.io import GRAPH_FORMATS
+
+    formats = ", ".join(GRAPH_FORMATS)
+    ev = sub.add_parser("evaluate", help="compare a learned graph with the truth (as CPDAGs)")
+    ev.add_argument("result", help=f"learned graph ({formats})")
+    ev.add_argument("--truth", required=True,
+                    help=f"a problem file (.h5) holding /truth/edges, or a true DAG or CPDAG ({formats})")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.set_defaults(func=run)

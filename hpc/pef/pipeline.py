@@ -182,8 +182,10 @@ class Estimation:
                                      fallback=not late)
         if newly:
             run.show.note(self.pef._run_last_note(c, self.sizes[c], k, newly))
-        run.show(f"estimation: member runs {self.schedule.ran}/{self.schedule.ran + self.schedule.waiting}, "
-                 "clusters", self.schedule.finished, len(self.sizes))
+        failed = self.schedule.failed
+        run.show(f"estimation: member runs {self.schedule.ran}/{self.schedule.ran + self.schedule.waiting}"
+                 f"{f' ({failed} without a graph)' if failed else ''}, clusters with a graph", self.schedule.solved,
+                 len(self.sizes))
 
     def draw(self) -> tuple[tuple[int, int], tuple] | None:
         """The next run to start; runs an earlier (killed) process finished are taken from the checkpoint."""
@@ -352,6 +354,7 @@ class PEF:
             self.status_ = TIMED_OUT
             run.show.note(f"wall limit of {self.wall_limit:g} s reached: no graph")
         self.clusters_ = [order[idx] for idx in clusters]  # user indices; runs keep their cluster-local ones
+        self.variables_ = user_variables
         if self.graph_ is not None:
             self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
         self.seconds_ = {k: run.seconds.get(k, 0.0) for k in STEPS if k in run.seconds or k != "selection"}
@@ -474,7 +477,7 @@ class PEF:
             "status": self.status_,
             **({"run_last": [{"member": self.members_[k], "on_clusters_from": int(np.ceil(size))}
                              for k, size in self.run_last_.items()]} if self.run_last_ else {}),
-            "clusters": [{"size": int(len(idx)), "winner": w,
+            "clusters": [{"size": int(len(idx)), "variables": [self.variables_[i] for i in idx], "winner": w,
                           "runs": [{"member": self.members_[k], "status": "not run"} if r is None else r.summary()
                                    for k, r in enumerate(runs)],
                           **({"selection": sel} if sel is not None else {})}

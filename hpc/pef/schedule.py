@@ -98,6 +98,16 @@ class MemberSchedule:
         return sum(r is not None for rs in self.runs for r in rs)
 
     @property
+    def solved(self) -> int:
+        """Clusters with a graph (a member run that succeeded)."""
+        return sum(best_run(rs) is not None for rs in self.runs)
+
+    @property
+    def failed(self) -> int:
+        """Member runs that ended without a graph (failed or timed out)."""
+        return sum(r is not None and r.status != "ok" for rs in self.runs for r in rs)
+
+    @property
     def waiting(self) -> int:
         """Runs queued or running."""
         return sum(self.outstanding)

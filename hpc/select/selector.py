@@ -306,7 +306,7 @@ def extrapolation_note(selector: Selector, outside: list[list[str]], n: int) -> 
         low, high = (round(float(np.exp(v))) for v in selector.training_range("log_n"))
         trained = f"{low}" if low == high else f"{low}-{high}"
         note += (f"; it was trained at n = {trained} and this data has n = {n}: `psle records --samples {n}`, "
-                 "then `psle selector fit` on those records and the repository's bench/selection-records*.h5, "
+                 "then `psle selector fit` on those records and the repository's bench/selector-records/*.h5, "
                  "makes one for it")
     return note
 
