@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from hpc.errors import PsleError
-from hpc.cli.options import (PROBLEM_SUFFIXES, check_scheduler, executor_options, positive, slurm_options, whole)
+from hpc.cli.options import (PROBLEM_SUFFIXES, check_scheduler, executor_options, positive, probability,
+                             slurm_options, whole)
 
 
 
@@ -115,11 +116,42 @@ def run(args: argparse.Namespace) -> None:
     check_scheduler(args)
     if not Path(args.data).is_file():
         raise PsleError(f"{args.data}: no such file")
+    if args.bootstrap:
+        run_bootstrap(args, spec, label)
+        return
     if args.slurm:
         submit(args, spec, label)
         return
     learn_file(args.data, args.output, spec, args.time_limit, args.wall_limit, args.checkpoint, not args.serial,
                args.scheduler, args.workers, label)
+
+
+def run_bootstrap(args: argparse.Namespace, spec, label: str) -> None:
+    """`--bootstrap B`: the resamples here (sharing the dask cluster) or as one SLURM array task each."""
+    from hpc.bootstrap import Bootstrap, bootstrap_file
+
+    if args.checkpoint:
+        raise PsleError("--checkpoint does not apply with --bootstrap: every finished resample is kept instead")
+    boot = Bootstrap(args.bootstrap, args.subsample, args.bootstrap_seed, args.consensus, args.threshold)
+    boot.validate()
+    if args.slurm:
+        from hpc.launch.slurm import submit_bootstrap
+
+        folder = Path(args.output).resolve().parent / ".submitit"
+        jobs = submit_bootstrap(spec, str(Path(args.data).resolve()), str(Path(args.output).resolve()), boot,
+                                args.time_limit, args.wall_limit, args.workers, label, folder, args.partition,
+                                args.time_min, args.mem_gb, args.cpus, args.requeues, args.container)
+        if not jobs:
+            print("psle: every resample is done; writing the consensus here", file=sys.stderr)
+        else:
+            print(f"psle: submitted SLURM array job {jobs[0].job_id.split('_')[0]} ({len(jobs)} resamples; logs in "
+                  f"{folder}); rerun this command without --slurm, or with --wait, for the consensus", file=sys.stderr)
+            if not args.wait:
+                return
+            for job in jobs:
+                job.result()
+    bootstrap_file(args.data, args.output, spec, boot, args.time_limit, args.wall_limit, not args.serial,
+                   args.scheduler, args.workers, label)
 
 
 def submit(args: argparse.Namespace, spec, label: str) -> None:
@@ -189,6 +221,19 @@ def add(sub) -> None:
                        help="PEF methods: keep the partition and every finished member run here; the same command "
                             "after a kill or preemption resumes from it")
     executor_options(learn)
+    boot = learn.add_argument_group("bootstrap (edge confidence)")
+    boot.add_argument("--bootstrap", type=whole(1), default=None, metavar="B",
+                      help="run the method on B resamples of the rows; write each edge type's frequency (CSV, PNG, "
+                           "and in the graph file) and a consensus graph; finished resamples are kept beside the "
+                           "output (OUTPUT.resamples/), so a rerun only runs what is missing")
+    boot.add_argument("--subsample", type=probability, default=None, metavar="F",
+                      help="resample round(F n) rows without replacement (default: n rows with replacement)")
+    boot.add_argument("--bootstrap-seed", type=whole(0), default=0, metavar="S", help="seed of the resamples")
+    boot.add_argument("--consensus", default="threshold", choices=["threshold", "majority", "highest", "preserved"],
+                      help="consensus rule: threshold (pairs adjacent in at least --threshold of the resamples, "
+                           "most frequent mark; default), majority, highest or preserved (Tetrad's rules)")
+    boot.add_argument("--threshold", type=probability, default=0.5, metavar="T",
+                      help="the threshold rule's adjacency frequency (default 0.5)")
     learn.add_argument("-o", "--output", required=True,
                        help="graph file to write (.json with the run's account, .csv, Tetrad .txt, .graphml or .dot)")
     slurm_options(learn, "the run", 240)

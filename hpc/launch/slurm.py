@@ -9,6 +9,7 @@ ones `psle train` and `psle learn` use.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,21 @@ class LearnJob(submitit.helpers.Checkpointable):
         return output
 
 
+class BootstrapJob(submitit.helpers.Checkpointable):
+    """One resample of `psle learn --bootstrap`: an array task; requeued, it reruns only its own resample if
+    that had not finished (finished ones are files beside the output)."""
+
+    def __call__(self, spec: Any, data: str, output: str, boot: Any, resample: int, time_limit: float | None,
+                 wall_limit: float | None, workers: int | None, label: str) -> int:
+        from hpc.bootstrap import bootstrap_file
+        from hpc.launch.preemption import preemption_guard
+
+        with preemption_guard():
+            bootstrap_file(data, output, spec, boot, time_limit, wall_limit, True, None, workers, label,
+                           only=[resample])
+        return resample
+
+
 def _executor(name: str, folder: str | Path, partition: str | None, timeout_min: int, mem_gb: float, cpus: int,
               requeues: int, container: str | None) -> Any:
     check_slurm_launcher({"partition": partition, "timeout_min": timeout_min, "mem_gb": mem_gb,
@@ -66,3 +82,23 @@ def submit_train(config: Any, checkpoint: str | Path, output: str | Path, worker
     """Submit Auto-SLE with `config` (a TrainConfig) and return the submitit job (job.job_id, job.result())."""
     executor = _executor("psle-train", folder, partition, timeout_min, mem_gb, cpus, requeues, container)
     return executor.submit(TrainJob(), config, str(checkpoint), str(output), workers)
+
+
+def submit_bootstrap(spec: Any, data: str, output: str, boot: Any, time_limit: float | None,
+                     wall_limit: float | None, workers: int | None, label: str, folder: str | Path,
+                     partition: str | None = None, timeout_min: int = 240, mem_gb: float = 8, cpus: int = 2,
+                     requeues: int = 10, container: str | None = None) -> list[Any]:
+    """One array task per resample not yet finished (none when all are); returns the submitit jobs."""
+    from hpc.bootstrap import finished, resample_folder, stamp
+    from hpc.data.tabular import read_data
+    from hpc.pef.checkpoint import data_hash
+
+    x, variables = read_data(data)
+    done = finished(resample_folder(output), boot.resamples, stamp(data_hash(x, variables), asdict(spec), boot))
+    todo = [b for b in range(boot.resamples) if b not in done]
+    if not todo:
+        return []
+    executor = _executor("psle-bootstrap", folder, partition, timeout_min, mem_gb, cpus, requeues, container)
+    n = len(todo)
+    return executor.map_array(BootstrapJob(), [spec] * n, [data] * n, [output] * n, [boot] * n, todo,
+                              [time_limit] * n, [wall_limit] * n, [workers] * n, [label] * n)
