@@ -296,3 +296,16 @@ def test_corrupt_jar_and_missing_java_are_reported(tmp_path, alarm):
                          text=True, env=env)
     assert_one_line_failure(run, "Java runtime missing")
     assert not out.exists()
+
+
+def test_sachs_example_is_fetched_pinned_and_scored_against_its_cyclic_consensus(tmp_path):
+    run = psle("example", "sachs", "-o", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    data, truth = tmp_path / "sachs.csv", tmp_path / "sachs-consensus.csv"
+    assert data.read_text().splitlines()[0] == "praf,pmek,plcg,PIP2,PIP3,p44/42,pakts473,PKA,PKC,P38,pjnk"
+    assert len(data.read_text().splitlines()) == 7467 and len(truth.read_text().splitlines()) == 19
+    out = tmp_path / "g.json"
+    assert psle("learn", str(data), "--method", "pc-stable", "-o", str(out)).returncode == 0
+    scored = psle("evaluate", str(out), "--truth", str(truth), "--json")
+    assert scored.returncode == 0 and "not a DAG" in scored.stderr and "compared edge by edge" in scored.stderr
+    assert 0 < json.loads(scored.stdout)["f1_adjacent"] < 1
