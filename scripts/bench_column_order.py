@@ -13,17 +13,11 @@ import time
 
 import numpy as np
 
-from hpc.data.generate import GRAPH_MODELS, benchmark_problem
+from benchlib import named_problem
 from hpc.executors import DaskExecutor
 from hpc.graphs.metrics import compare, evaluate
 from hpc.graphs.order import relabel
 from hpc.pef.pipeline import PEF
-
-
-def problem(name: str, seed: int):
-    family, _, nodes = name.rpartition("-")
-    kind = {"graph": family} if family in GRAPH_MODELS else {"network": family}
-    return benchmark_problem(int(nodes), seed, 1000, **kind)
 
 
 def main() -> None:
@@ -36,7 +30,7 @@ def main() -> None:
           "|---|---|---|---|---|---|---|")
     with DaskExecutor() as executor:
         for name in args.problems:
-            pr = problem(name, args.seed)
+            pr = named_problem(name, args.seed)
             first = None
             for k in range(args.permutations + 1):
                 perm = np.random.default_rng(1000 + k).permutation(pr.p) if k else np.arange(pr.p)

@@ -10,19 +10,18 @@ Usage: python scripts/bench_defaults.py [--families alarm er sf hub sbm ws] [--n
 from __future__ import annotations
 
 import argparse
-import time
-from collections import defaultdict
+from functools import partial
 
 import numpy as np
 
-from hpc.data.generate import benchmark_problem
-from hpc.graphs.metrics import evaluate
+from benchlib import grid, seeds_arg, summary
 from hpc.learners.members import member_from_spec
 
 
-def seeds_arg(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
+def run(learner: str, penalty: float, limit: float, problem) -> tuple:
+    member = member_from_spec({"method": learner, "penalty": penalty}, limit)
+    member.fit(problem.data, problem.variables)
+    return member.graph_, member.status_, {}
 
 
 def main() -> None:
@@ -34,31 +33,16 @@ def main() -> None:
     ap.add_argument("--penalties", nargs="+", type=float, default=[1.0, 2.0, 4.0])
     ap.add_argument("--limit", type=float, default=300.0, help="seconds per run")
     args = ap.parse_args()
-    scores: dict[tuple[str, float], list[tuple[str, float, float, int, float]]] = defaultdict(list)
-    for family in args.families:
-        for seed in args.seeds:
-            network = family if family not in ("er", "sf", "hub", "sbm", "ws") else None
-            problem = benchmark_problem(args.nodes, seed, network=network, graph=None if network else family)
-            for learner in args.learners:
-                for penalty in args.penalties:
-                    member = member_from_spec({"method": learner, "penalty": penalty}, args.limit)
-                    start = time.perf_counter()
-                    member.fit(problem.data, problem.variables)
-                    if member.status_ != "ok":
-                        continue
-                    m = evaluate(member.graph_, problem.truth)
-                    scores[learner, penalty].append((family, m.f1_adjacent, m.f1_arrowhead, m.shd,
-                                                     time.perf_counter() - start))
-    print("| learner | penalty | runs | F1-adj | F1-arrow | SHD | seconds | F1-adj per family |")
-    print("|---|---|---|---|---|---|---|---|")
-    for (learner, penalty), rows in sorted(scores.items()):
-        per_family = defaultdict(list)
-        for family, f1a, *_ in rows:
-            per_family[family].append(f1a)
-        cells = ", ".join(f"{f} {np.mean(v):.3f}" for f, v in per_family.items())
-        print(f"| {learner} | {penalty:g} | {len(rows)} | {np.mean([r[1] for r in rows]):.3f} | "
-              f"{np.mean([r[2] for r in rows]):.3f} | {np.mean([r[3] for r in rows]):.0f} | "
-              f"{np.mean([r[4] for r in rows]):.1f} | {cells} |")
+    methods = {f"{learner} {penalty:g}": partial(run, learner, penalty, args.limit)
+               for learner in args.learners for penalty in args.penalties}
+    rows = grid(args.families, args.nodes, args.seeds, methods)
+    print("\n" + summary(rows, limit=args.limit))
+    print("\n| method | " + " | ".join(f"F1-adj {f}" for f in args.families) + " |\n|---" * 1
+          + "|---" * len(args.families) + "|")
+    for method in methods:
+        cells = [np.mean([r["f1_adjacent"] for r in rows if r["method"] == method and r["network"] == f
+                          and r["status"] == "ok"] or [np.nan]) for f in args.families]
+        print(f"| {method} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
 
 
 if __name__ == "__main__":

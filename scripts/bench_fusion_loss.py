@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from hpc.data.generate import GRAPH_MODELS, benchmark_problem
+from benchlib import problem as make_problem
 from hpc.executors import make_executor
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import evaluate
@@ -67,8 +67,7 @@ def main() -> None:
     print("| seed | graph | true within / cross | F1-adj | F1-arrow | SHD | seconds | " + " | ".join(keys) + " |")
     print("|---" * (7 + len(keys)) + "|", flush=True)
     for seed in args.seeds:
-        kind = {"graph": args.network} if args.network in GRAPH_MODELS else {"network": args.network}
-        problem = benchmark_problem(args.nodes, seed, 1000, **kind)
+        problem = make_problem(args.network, args.nodes, seed)
         truth = dag_to_cpdag(problem.truth)
         runs = []
         with make_executor("local", None, args.workers) as executor:

@@ -21,19 +21,15 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import time
+from functools import partial
 from pathlib import Path
 
-from hpc.data.generate import benchmark_problem
-from hpc.graphs.metrics import evaluate
+from benchlib import grid, seeds_arg, summary
 from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
 from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
-from hpc.resources import PeakMemory
 
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 SINGLE = {"p-fges": {"method": "fges"}, "p-pc-stable": {"method": "pc-stable"}}
@@ -43,37 +39,24 @@ WHOLE = {"fges": {"method": "fges"}, "pc-stable": {"method": "pc-stable"},
          "boss-columns": {"method": "boss", "penalty": 2.53767, "start": "columns"}}
 
 
-def run(method: str, problem, executor, limit: float | None) -> dict:
-    start = time.perf_counter()
-    with PeakMemory() as mem:
-        if method in WHOLE:
-            learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
-            learner.fit(problem.data, problem.variables)
-            status = learner.status_
-        elif method in ("psle", "psle-norepair"):
-            learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
-                          selector="truth", repair=RepairConfig(**({"repair_rounds": 0} if "no" in method else {})))
-            learner.fit(problem.data, problem.variables)
-            status = learner.status_
-        else:
-            members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else [SINGLE[method]]
-            learner = PEF(members, time_limit=limit, executor=executor, progress=False)
-            learner.fit(problem.data, problem.variables)
-            status = "ok"
-    row = {"method": method, "seconds": time.perf_counter() - start, "peak_mb": mem.peak / 2**20, "status": status}
-    if status == "ok":
-        row.update(evaluate(learner.graph_, problem.truth).as_dict())
+def run(method: str, executor, limit: float | None, problem) -> tuple:
+    """One method on one problem: (graph, status, PEF's account columns)."""
+    if method in WHOLE:
+        learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
+    elif method in ("psle", "psle-norepair"):
+        learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
+                      selector="truth", repair=RepairConfig(**({"repair_rounds": 0} if "no" in method else {})))
+    else:
+        members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else [SINGLE[method]]
+        learner = PEF(members, time_limit=limit, executor=executor, progress=False)
+    learner.fit(problem.data, problem.variables)
+    extra = {}
     if isinstance(learner, PEF):
-        row["clusters"] = [int(len(c)) for c in learner.clusters_]
-        row["fusion"] = learner.fusion_stats_.as_dict()
-        row["repair"] = learner.repair_
-        row["winners"] = [None if w is None else learner.members[w] for w in learner.winners_]
-    return row
-
-
-def seeds_arg(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
+        extra = {"clusters": [int(len(c)) for c in learner.clusters_],
+                 "fusion": None if learner.fusion_stats_ is None else learner.fusion_stats_.as_dict(),
+                 "repair": learner.repair_,
+                 "winners": [None if w is None else learner.members_[w] for w in learner.winners_]}
+    return learner.graph_, learner.status_, extra
 
 
 def main() -> None:
@@ -87,33 +70,10 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=None, help="seconds per member run")
     ap.add_argument("--jsonl", type=Path, default=None, help="append one JSON line per run here")
     args = ap.parse_args()
-    kind = {"graph": args.graph} if args.graph else {"network": args.network or "alarm"}
-    rows: dict[str, list[dict]] = {m: [] for m in args.methods}
     with DaskExecutor() as executor:
-        for seed in args.seeds:
-            problem = benchmark_problem(args.nodes, seed, 1000, **kind)
-            for method in args.methods:
-                row = {"network": args.graph or args.network or "alarm", "nodes": args.nodes, "p": problem.p, "seed": seed,
-                       **run(method, problem, executor, args.limit)}
-                rows[method].append(row)
-                print(json.dumps(row), flush=True)
-                if args.jsonl:
-                    with open(args.jsonl, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-    print("\n| method | F1-adj | F1-arrow | SHD | seconds | peak MB | runs |\n|---|---|---|---|---|---|---|")
-    for method, rs in rows.items():
-        ok = [r for r in rs if r["status"] == "ok"]
-
-        def cell(key: str, fmt: str) -> str:
-            vals = [r[key] for r in ok]
-            if not vals:
-                return "-"
-            sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
-            return f"{statistics.mean(vals):{fmt}} ± {sd:{fmt}}"
-
-        secs = cell("seconds", ".1f") if len(ok) == len(rs) else f"> {args.limit:g} ({len(rs) - len(ok)} stopped)"
-        print(f"| {method} | {cell('f1_adjacent', '.3f')} | {cell('f1_arrowhead', '.3f')} | {cell('shd', '.1f')} | "
-              f"{secs} | {max(r['peak_mb'] for r in rs):.0f} | {len(rs)} |")
+        methods = {m: partial(run, m, executor, args.limit) for m in args.methods}
+        rows = grid([args.graph or args.network or "alarm"], args.nodes, args.seeds, methods, args.jsonl)
+    print("\n" + summary(rows, limit=args.limit))
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ F1-arrowhead, per family, over all clusters and over clusters of at least 300 va
 
 from __future__ import annotations
 
-import argparse
-import warnings
 
 from sklearn.model_selection import GroupKFold
 
+from benchlib import records_args
 from hpc.train.evaluate import cross_validate, selection_quality
 from hpc.select.examples import Example, load_examples
 from hpc.select.selector import Selector
@@ -29,13 +28,7 @@ def q(examples: list[Example], orders: list[list[int]], keep) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", nargs="+", required=True, help="records scored (and fit on, out of fold)")
-    parser.add_argument("--added", nargs="+", required=True, help="records only ever added to the training side")
-    parser.add_argument("--portfolio", default="portfolio")
-    parser.add_argument("--tolerance", type=float, default=0.01)
-    args = parser.parse_args()
-    warnings.filterwarnings("ignore", message=".*sklearn.utils.parallel.delayed.*")
+    args = records_args(__doc__.splitlines()[0], "added", "records only ever added to the training side")
 
     name, members, base = load_examples(args.base, args.portfolio)
     _, _, added = load_examples(args.added, (name, members))

@@ -14,11 +14,10 @@ One table per test file, one row per family.
 
 from __future__ import annotations
 
-import argparse
-import warnings
 
 import numpy as np
 
+from benchlib import records_args
 from hpc.train.evaluate import play, weighted_q
 from hpc.select.examples import Example, label, load_examples
 from hpc.select.selector import Selector
@@ -29,13 +28,7 @@ def picks(selector: Selector, examples: list[Example]) -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", nargs="+", required=True, help="records the first selector is fit on")
-    parser.add_argument("--test", nargs="+", required=True, help="records under other conditions, one file each")
-    parser.add_argument("--portfolio", default="portfolio")
-    parser.add_argument("--tolerance", type=float, default=0.01)
-    args = parser.parse_args()
-    warnings.filterwarnings("ignore", message=".*sklearn.utils.parallel.delayed.*")
+    args = records_args(__doc__.splitlines()[0], "test", "records under other conditions, one file each")
 
     name, members, base = load_examples(args.base, args.portfolio)
     tests = {path: load_examples([path], args.portfolio)[2] for path in args.test}
