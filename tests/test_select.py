@@ -242,6 +242,19 @@ def test_selector_file_round_trips_to_the_same_predictions(tmp_path):
     assert loaded.portfolio == PAIR and loaded.target == "truth"
 
 
+def test_fitted_forests_are_kept_in_the_cache_and_a_damaged_cache_file_is_refit(tmp_path, monkeypatch):
+    monkeypatch.setenv("PSLE_CACHE", str(tmp_path / "cache"))
+    sel, _ = fitted(tmp_path)
+    rows = np.random.default_rng(1).standard_normal((10, len(FEATURES)))
+    first = sel.rank(rows)
+    [cached] = (tmp_path / "cache" / "selectors").glob("*-models-*.joblib")
+    again, _ = fitted(tmp_path)  # a new object: its forests come from the cache
+    assert "models_" not in again.__dict__ and np.array_equal(again.rank(rows), first)
+    cached.write_bytes(b"torn")
+    third, _ = fitted(tmp_path)
+    assert np.array_equal(third.rank(rows), first) and cached.read_bytes() != b"torn"
+
+
 @pytest.mark.parametrize("target", ["truth", "bic"])
 def test_ranking_many_clusters_at_once_equals_ranking_each(target):
     rng = np.random.default_rng(2)

@@ -113,8 +113,11 @@ class Selector:
         Fit on first use, not on load: a selector is loaded to check a run's settings before any
         work, and the refit (seconds) is only worth paying once a run needs a prediction. Fit on
         every allocated core (threads: the same trees whatever their number), then predict in one
-        thread (a cluster is one row).
+        thread (a cluster is one row). Kept in the user's cache (see `_fitted`).
         """
+        return self._fitted("models", self._fit_models)
+
+    def _fit_models(self) -> list[Any]:
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
         from hpc.executors import allocated_cpus
@@ -131,6 +134,32 @@ class Selector:
                 self.x[both], diff[both], sample_weight=self.w[both]).set_params(n_jobs=1) if both.any() else None)
         return models
 
+    def _fitted(self, kind: str, fit: Any) -> Any:
+        """`fit()`'s forests, kept in the user's cache under the selector's digest and the library versions:
+        every `psle learn` would otherwise spend about ten seconds refitting the same trees. The cache
+        holds only what this machine fitted itself (a selector file never carries a pickle)."""
+        import joblib
+        import sklearn
+
+        from hpc.atomic import atomic_path
+        from hpc.fetch import cache_dir
+
+        key = f"{self.document()['sha256'][:24]}-{kind}-sklearn{sklearn.__version__}-numpy{np.__version__}"
+        path = cache_dir() / "selectors" / f"{key}.joblib"
+        if path.is_file():
+            try:
+                return joblib.load(path)
+            except Exception:  # a torn or foreign file: fit again and replace it
+                pass
+        models = fit()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(path) as tmp:
+                joblib.dump(models, tmp)
+        except OSError:
+            pass  # a read-only cache costs the refit next time, nothing else
+        return models
+
     @property
     def pairs(self) -> list[tuple[int, int]]:
         """The member pairs the `truth` forests compare (a pair never both known is left at no difference)."""
@@ -143,6 +172,9 @@ class Selector:
         drive all members' times alike, so one forest serves them all, at an eighth of the fitting).
         Fit on every run: a censored one's seconds are a lower bound, which still ranks it as slow;
         unweighted, as every cluster's seconds count alike."""
+        return self._fitted("time", self._fit_time_model)
+
+    def _fit_time_model(self) -> Any:
         from sklearn.ensemble import RandomForestRegressor
 
         from hpc.executors import allocated_cpus
