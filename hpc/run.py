@@ -103,9 +103,11 @@ def graph_meta(estimator: Any, method: str, seconds: float, **context: Any) -> d
 
 def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limit: float | None = None,
                wall_limit: float | None = None, checkpoint: str | Path | None = None, parallel: bool = True,
-               scheduler: str | None = None, workers: int | None = None, label: str | None = None) -> Any:
-    """`psle learn`'s whole run, here or as a SLURM job: read and check the data, fit on a fresh
-    executor, write the graph with its meta; a run without a complete answer writes nothing."""
+               scheduler: str | None = None, workers: int | None = None, label: str | None = None,
+               knowledge: str | Path | None = None) -> Any:
+    """`psle learn`'s whole run, here or as a SLURM job: read and check the data (and the `knowledge`
+    file against it), fit on a fresh executor, write the graph with its meta; a run without a complete
+    answer writes nothing."""
     import sys
     import time
 
@@ -119,6 +121,14 @@ def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limi
     check_runtime()
     x, variables = read_data(data)
     check_learnable(x, variables, str(data))
+    if knowledge is not None:
+        from hpc.graphs.knowledge import read_knowledge
+
+        if not isinstance(learner, Member):
+            raise PsleError("--knowledge applies to fges, boss and grasp on the whole problem for now; PEF methods, "
+                            "the ensemble and pc-stable do not honour it yet")
+        learner.knowledge = read_knowledge(knowledge, variables)
+        learner.validate()
     print(f"psle: {label} on {data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
     start = time.perf_counter()
     kind = "local" if parallel and not isinstance(learner, Member) else "serial"
@@ -132,7 +142,8 @@ def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limi
                                                                   ("--wall-limit", wall_limit)) if value is not None)
         raise PsleError(f"{label} {learner.status_ if learner.status_ != 'ok' else 'gave no graph'} after "
                         f"{seconds:.1f} s{f' ({given})' if given else ''}{lost_runs(learner)}; nothing written")
-    write_graph(output, learner.graph_, graph_meta(learner, spec.name, seconds, data=str(data)))
+    write_graph(output, learner.graph_, graph_meta(learner, spec.name, seconds, data=str(data),
+                                                   **({"knowledge": str(knowledge)} if knowledge else {})))
     print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {output}", file=sys.stderr)
     return learner
 

@@ -116,6 +116,9 @@ def run(args: argparse.Namespace) -> None:
     check_scheduler(args)
     if not Path(args.data).is_file():
         raise PsleError(f"{args.data}: no such file")
+    if args.knowledge and (args.method not in ("fges", "boss", "grasp") or args.bootstrap or args.slurm):
+        raise PsleError("--knowledge applies to --method fges, boss or grasp on the whole problem, here, for now "
+                        "(PEF methods, the ensemble, pc-stable, --bootstrap and --slurm do not pass it on yet)")
     if args.bootstrap:
         run_bootstrap(args, spec, label)
         return
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> None:
         submit(args, spec, label)
         return
     learn_file(args.data, args.output, spec, args.time_limit, args.wall_limit, args.checkpoint, not args.serial,
-               args.scheduler, args.workers, label)
+               args.scheduler, args.workers, label, args.knowledge)
 
 
 def run_bootstrap(args: argparse.Namespace, spec, label: str) -> None:
@@ -220,6 +223,9 @@ def add(sub) -> None:
     learn.add_argument("--checkpoint", default=None, metavar="RUN.h5",
                        help="PEF methods: keep the partition and every finished member run here; the same command "
                             "after a kill or preemption resumes from it")
+    learn.add_argument("--knowledge", default=None, metavar="FILE",
+                       help="prior knowledge in Tetrad's text format (/knowledge; addtemporal tiers, forbiddirect, "
+                            "requiredirect), checked against the data's columns; --method fges, boss, grasp")
     executor_options(learn)
     boot = learn.add_argument_group("bootstrap (edge confidence)")
     boot.add_argument("--bootstrap", type=whole(1), default=None, metavar="B",

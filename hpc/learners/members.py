@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hpc.errors import PsleError
+from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
@@ -100,6 +101,7 @@ class Member:
     params: ClassVar[tuple[Param, ...]]
     pef: ClassVar[bool] = True  # also offered inside PEF, as method "p-<method>"
     multithreaded: ClassVar[bool] = False  # accepts `threads` (a run setting, not part of the spec)
+    takes_knowledge: ClassVar[bool] = False  # its runner honours prior knowledge (hpc.graphs.knowledge)
 
     def __init__(self, time_limit: float | None = None, threads: int = 1, worker: TetradWorker | None = None,
                  **params: Any):
@@ -112,6 +114,7 @@ class Member:
         self.time_limit = time_limit
         self.threads = threads
         self.worker = worker
+        self.knowledge: Knowledge | None = None  # a run setting, as the time limit: set before fit
 
     def get_params(self) -> dict[str, Any]:
         """The learner's own parameters (not run settings such as the time limit)."""
@@ -138,6 +141,8 @@ class Member:
             p.check(repr(self), getattr(self, p.name))
         if self.time_limit is not None and not self.time_limit > 0:
             raise PsleError(f"{self!r}: time limit must be positive, got {self.time_limit!r}")
+        if self.knowledge is not None and not self.knowledge.empty and not self.takes_knowledge:
+            raise PsleError(f"{self.method} does not honour prior knowledge yet; fGES, BOSS and GRaSP do")
 
     def _runner_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `runner` (besides cov and n)."""
@@ -159,9 +164,11 @@ class Member:
         check_runtime()
         worker: TetradWorker = self.worker or default_worker()
         start = time.perf_counter()
+        known = None if self.knowledge is None or self.knowledge.empty else self.knowledge.indexed(variables)
         try:
             directed, undirected = worker.call(self.runner, dict(
-                cov=cov, n=n, **self._runner_kwargs()), timeout=self.time_limit)
+                cov=cov, n=n, **self._runner_kwargs(), **({"knowledge": known} if known else {})),
+                timeout=self.time_limit)
         except WorkerTimeout:
             self.status_, self.graph_, self.bic_ = TIMED_OUT, None, None
         except (WorkerError, WorkerCrash) as exc:
@@ -169,6 +176,8 @@ class Member:
         else:
             self.status_ = OK
             self.graph_ = PDAG(tuple(variables), directed, undirected)
+            if known:  # a search leaves some knowledge-directed edges unoriented: point them as it says
+                self.graph_ = self.knowledge.oriented(self.graph_)
             self.bic_ = bic(self.graph_, cov, n)
         self.seconds_ = time.perf_counter() - start
         return self
@@ -196,6 +205,7 @@ class FGES(Member):
     method, label = "fges", "fGES"
     runner = "hpc.learners.tetrad:run_fges"
     multithreaded = True
+    takes_knowledge = True
     params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("max_parents", int, 1000, 1, 1000, log=True, doc="degree limit m"),
               Param("faithfulness", bool, False, doc="assume faithfulness (fewer score evaluations)"))
@@ -234,6 +244,7 @@ class BOSS(Member):
     method, label = "boss", "BOSS"
     runner = "hpc.learners.tetrad:run_boss"
     multithreaded = True
+    takes_knowledge = True
     params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),
               Param("use_bes", bool, False, doc="finish with a backward equivalence search"),
@@ -249,6 +260,7 @@ class GRaSP(Member):
 
     method, label = "grasp", "GRaSP"
     runner = "hpc.learners.tetrad:run_grasp"
+    takes_knowledge = True
     params = (Param("penalty", float, 1.0, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("depth", int, 3, 1, 5, doc="depth of the tuck search"),
               Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),

@@ -9,6 +9,7 @@ and fGES about 3x slower.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,37 @@ def graph_to_arrays(graph, p: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.array(directed, dtype=np.int64).reshape(-1, 2), np.array(undirected, dtype=np.int64).reshape(-1, 2))
 
 
+def tetrad_knowledge(spec: dict[str, Any] | None):
+    """Tetrad's Knowledge from hpc.graphs.knowledge's indexed form (None: no knowledge)."""
+    from edu.cmu.tetrad.data import Knowledge
+
+    knowledge = Knowledge()
+    if spec is None:
+        return knowledge
+    for t, tier in enumerate(spec["tiers"]):
+        for i in tier:
+            knowledge.addToTier(t, tetrad_name(int(i)))
+    for t in spec["closed"]:
+        knowledge.setTierForbiddenWithin(int(t), True)
+    for a, b in np.asarray(spec["forbidden"]).tolist():
+        knowledge.setForbidden(tetrad_name(a), tetrad_name(b))
+    for a, b in np.asarray(spec["required"]).tolist():
+        knowledge.setRequired(tetrad_name(a), tetrad_name(b))
+    return knowledge
+
+
+def reorder_knowledge(spec: dict[str, Any] | None, order: np.ndarray) -> dict[str, Any] | None:
+    """`spec` for the variables taken in `order` (variable order[k] becomes k)."""
+    if spec is None:
+        return None
+    new = np.argsort(order)
+    return {"tiers": [[int(new[i]) for i in tier] for tier in spec["tiers"]], "closed": spec["closed"],
+            "forbidden": new[np.asarray(spec["forbidden"], dtype=np.int64)].reshape(-1, 2),
+            "required": new[np.asarray(spec["required"], dtype=np.int64)].reshape(-1, 2)}
+
+
 def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfulness: bool,
-             threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+             threads: int = 1, knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore
@@ -68,6 +98,8 @@ def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfuln
     search.setFaithfulnessAssumed(bool(faithfulness))
     search.setNumThreads(int(threads))
     search.setVerbose(False)
+    if knowledge is not None:
+        search.setKnowledge(tetrad_knowledge(knowledge))
     return graph_to_arrays(search.search(), cov.shape[0])
 
 
@@ -149,7 +181,8 @@ def _sem_bic(cov: np.ndarray, n: int, penalty: float):
 START_DEGREE = 10
 
 
-def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: int = 1) -> np.ndarray:
+def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: int = 1,
+                knowledge: dict[str, Any] | None = None) -> np.ndarray:
     """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
     faithful fGES (same penalty, degree at most START_DEGREE) finds, so the search starts near a good
     order whatever the column order; "columns": the order of `cov`'s columns (the learners' data-derived
@@ -159,26 +192,28 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: in
 
     if start == "columns":
         return np.arange(cov.shape[0])
-    directed, undirected = run_fges(cov, n, penalty, START_DEGREE, True, threads)
+    directed, undirected = run_fges(cov, n, penalty, START_DEGREE, True, threads, knowledge)
     names = tuple(str(i) for i in range(cov.shape[0]))
     return topological_order(pdag_to_dag(PDAG(names, directed, undirected), strict=False))
 
 
-def _in_order(search, cov: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Run `search(cov reordered)` and give its edges back in `cov`'s indices."""
-    directed, undirected = search(np.ascontiguousarray(cov[np.ix_(order, order)]))
+def _in_order(search, cov: np.ndarray, order: np.ndarray,
+              knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Run `search(cov reordered, its knowledge)` and give its edges back in `cov`'s indices."""
+    directed, undirected = search(np.ascontiguousarray(cov[np.ix_(order, order)]),
+                                  tetrad_knowledge(reorder_knowledge(knowledge, order)))
     return order[directed], order[undirected]
 
 
 def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool, start: str = "fges",
-             threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+             threads: int = 1, knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
     count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
     start is the given order (see start_order)."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
 
-    def search(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def search(c: np.ndarray, known) -> tuple[np.ndarray, np.ndarray]:
         boss = Boss(_sem_bic(c, n, penalty))
         boss.setUseBes(bool(use_bes))
         boss.setNumStarts(int(num_starts))
@@ -186,21 +221,23 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
         boss.setVerbose(False)
         permutation = PermutationSearch(boss)
         permutation.setSeed(0)
+        permutation.setKnowledge(known)
         return graph_to_arrays(permutation.search(True), c.shape[0])
 
-    return _in_order(search, cov, start_order(cov, n, penalty, start, threads))
+    return _in_order(search, cov, start_order(cov, n, penalty, start, threads, knowledge), knowledge)
 
 
 def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: int,
-              start: str = "fges") -> tuple[np.ndarray, np.ndarray]:
+              start: str = "fges", knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GRaSP (greedy relaxations of the sparsest permutation) with Tetrad's SemBicScore; seeded; its
     first start is the given order (see start_order)."""
     start_jvm()
     from edu.cmu.tetrad.search import Grasp
 
-    def search(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def search(c: np.ndarray, known) -> tuple[np.ndarray, np.ndarray]:
         score = _sem_bic(c, n, penalty)
         grasp = Grasp(score)
+        grasp.setKnowledge(known)
         grasp.setDepth(int(depth))
         grasp.setNumStarts(int(num_starts))
         grasp.setSeed(0)
@@ -208,4 +245,4 @@ def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: i
         grasp.bestOrder(score.getVariables())
         return graph_to_arrays(grasp.getGraph(True), c.shape[0])
 
-    return _in_order(search, cov, start_order(cov, n, penalty, start))
+    return _in_order(search, cov, start_order(cov, n, penalty, start, knowledge=knowledge), knowledge)

@@ -1,0 +1,182 @@
+"""Prior knowledge in Tetrad's text format: temporal tiers, forbidden and required directed edges.
+
+    /knowledge
+    addtemporal
+    1 age sex
+    2* smoking          (* : no edges within this tier)
+    3 cancer
+    forbiddirect
+    cancer smoking
+    requiredirect
+    smoking cancer
+
+A later tier never causes an earlier one. Parsing checks the file against the data's variables (an
+unknown name is refused) and against itself (a required edge that a tier, a forbidden edge or the
+reverse required edge rules out is refused), each in one line naming the file and the line, before any
+work starts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpc.errors import PsleError
+from hpc.graphs.pdag import PDAG
+
+SECTIONS = ("addtemporal", "forbiddirect", "requiredirect")
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """Tiers (earliest first), the tiers with no edges inside (0-based), forbidden and required edges."""
+
+    tiers: tuple[tuple[str, ...], ...] = ()
+    closed_tiers: frozenset[int] = frozenset()
+    forbidden: frozenset[tuple[str, str]] = frozenset()
+    required: frozenset[tuple[str, str]] = frozenset()
+    tier_of: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tier_of", {v: t for t, names in enumerate(self.tiers) for v in names})
+
+    @property
+    def empty(self) -> bool:
+        return not (self.tiers or self.forbidden or self.required)
+
+    def allows(self, a: str, b: str) -> bool:
+        """Whether the edge a --> b is allowed."""
+        if (a, b) in self.forbidden:
+            return False
+        ta, tb = self.tier_of.get(a), self.tier_of.get(b)
+        if ta is None or tb is None:
+            return True
+        return ta < tb or (ta == tb and ta not in self.closed_tiers)
+
+    def violations(self, graph: PDAG) -> list[str]:
+        """What `graph` breaks: a forbidden or against-the-tiers directed edge, an adjacency no direction
+        allows, a required edge missing, reversed or left unoriented."""
+        out = []
+        marks = {}
+        for a, b, mark in graph.named_edges():
+            marks[a, b] = mark
+            if mark == "-->" and not self.allows(a, b):
+                out.append(f"{a} --> {b} is forbidden")
+            elif mark == "---" and not (self.allows(a, b) or self.allows(b, a)):
+                out.append(f"{a} --- {b}: no direction is allowed")
+        for a, b in sorted(self.required):
+            if marks.get((a, b)) == "-->":
+                continue
+            state = ("reversed" if marks.get((b, a)) == "-->" else
+                     "unoriented" if (a, b) in marks or (b, a) in marks else "missing")
+            out.append(f"required {a} --> {b} is {state}")
+        return out
+
+    def oriented(self, graph: PDAG) -> PDAG:
+        """`graph` with each undirected edge that the knowledge allows one way only (or requires) pointed
+        that way."""
+        index = graph.index
+        directed, undirected = [tuple(e) for e in graph.directed.tolist()], []
+        for a, b, mark in graph.named_edges():
+            if mark != "---":
+                continue
+            forward = self.allows(a, b) and (b, a) not in self.required
+            backward = self.allows(b, a) and (a, b) not in self.required
+            if forward and not backward:
+                directed.append((index[a], index[b]))
+            elif backward and not forward:
+                directed.append((index[b], index[a]))
+            else:
+                undirected.append((index[a], index[b]))
+        return graph.with_edges(np.array(directed, dtype=np.int64).reshape(-1, 2),
+                                np.array(undirected, dtype=np.int64).reshape(-1, 2))
+
+    def restricted(self, variables: tuple[str, ...] | list[str]) -> Knowledge:
+        """The knowledge about `variables` only (a cluster's share)."""
+        keep = set(variables)
+        return Knowledge(tuple(tuple(v for v in tier if v in keep) for tier in self.tiers), self.closed_tiers,
+                         frozenset(e for e in self.forbidden if keep.issuperset(e)),
+                         frozenset(e for e in self.required if keep.issuperset(e)))
+
+    def indexed(self, variables: tuple[str, ...] | list[str]) -> dict[str, Any]:
+        """The knowledge about `variables` by their indices, as the JVM worker takes it."""
+        index = {v: i for i, v in enumerate(variables)}
+        part = self.restricted(variables)
+        return {"tiers": [[index[v] for v in tier] for tier in part.tiers],
+                "closed": sorted(part.closed_tiers),
+                "forbidden": np.array([[index[a], index[b]] for a, b in sorted(part.forbidden)],
+                                      dtype=np.int64).reshape(-1, 2),
+                "required": np.array([[index[a], index[b]] for a, b in sorted(part.required)],
+                                     dtype=np.int64).reshape(-1, 2)}
+
+
+def parse_knowledge(text: str, source: str, variables: tuple[str, ...] | list[str]) -> Knowledge:
+    """Tetrad's knowledge text, checked against the data's `variables` and against itself."""
+    known = set(variables)
+    lines = [(k, ln.split("//")[0].strip()) for k, ln in enumerate(text.splitlines(), 1)]
+    lines = [(k, ln) for k, ln in lines if ln]
+    if not lines or lines[0][1].lower() != "/knowledge":
+        raise PsleError(f"{source}: a knowledge file starts with the line /knowledge")
+    section = None
+    tiers: dict[int, list[str]] = {}
+    closed: set[int] = set()
+    edges: dict[str, set[tuple[str, str]]] = {"forbiddirect": set(), "requiredirect": set()}
+    for k, line in lines[1:]:
+        if line.lower() in SECTIONS:
+            section = line.lower()
+            continue
+        words = line.split()
+        unknown = [w for w in (words[1:] if section == "addtemporal" else words) if w not in known]
+        if section is None:
+            raise PsleError(f"{source}, line {k}: {line!r} comes before any section ({', '.join(SECTIONS)})")
+        if unknown:
+            raise PsleError(f"{source}, line {k}: unknown variable {unknown[0]!r} (not a column of the data)")
+        if section == "addtemporal":
+            m = re.fullmatch(r"(\d+)(\*?)", words[0])
+            if not m or int(m.group(1)) < 1:
+                raise PsleError(f"{source}, line {k}: a tier line starts with its number (1, 2, ...; 2* closes it)")
+            tier = int(m.group(1)) - 1
+            tiers.setdefault(tier, []).extend(words[1:])
+            if m.group(2):
+                closed.add(tier)
+        elif len(words) != 2:
+            raise PsleError(f"{source}, line {k}: expected two variables (from to), got {len(words)}")
+        else:
+            edges[section].add((words[0], words[1]))
+    ordered = [tiers[t] for t in sorted(tiers)]
+    renumber = {t: i for i, t in enumerate(sorted(tiers))}
+    knowledge = Knowledge(tuple(tuple(t) for t in ordered), frozenset(renumber[t] for t in closed),
+                          frozenset(edges["forbiddirect"]), frozenset(edges["requiredirect"]))
+    _check(knowledge, source)
+    return knowledge
+
+
+def _check(knowledge: Knowledge, source: str) -> None:
+    seen: dict[str, int] = {}
+    for t, tier in enumerate(knowledge.tiers):
+        for v in tier:
+            if v in seen:
+                raise PsleError(f"{source}: {v!r} is in two tiers ({seen[v] + 1} and {t + 1})")
+            seen[v] = t
+    for a, b in sorted(knowledge.required):
+        if a == b:
+            raise PsleError(f"{source}: required edge {a} --> {a} joins a variable to itself")
+        if (b, a) in knowledge.required:
+            raise PsleError(f"{source}: required edges {a} --> {b} and {b} --> {a} contradict each other")
+        if not knowledge.allows(a, b):
+            why = "it is forbidden" if (a, b) in knowledge.forbidden else "the tiers rule it out"
+            raise PsleError(f"{source}: required edge {a} --> {b} contradicts the file: {why}")
+
+
+def read_knowledge(path: str | Path, variables: tuple[str, ...] | list[str]) -> Knowledge:
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise PsleError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise PsleError(f"{path}: not a UTF-8 text file") from None
+    return parse_knowledge(text, str(path), variables)

@@ -1,0 +1,102 @@
+"""Prior knowledge: Tetrad's text format parsed and checked in one line, hand-computed rules, and every
+learner that takes it honouring it on data whose signal says otherwise."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpc.data.generate import SEM, sample
+from hpc.errors import PsleError
+from hpc.graphs.knowledge import parse_knowledge
+from hpc.graphs.pdag import PDAG
+from hpc.learners.members import member_from_spec
+
+NAMES = tuple("abcde")
+TEXT = "/knowledge\naddtemporal\n1 d\n2 c e\n3* a b\nforbiddirect\na b\nb a\nrequiredirect\nd e  // a comment\n"
+
+
+def test_the_format_reads_tiers_closed_tiers_forbidden_and_required_edges():
+    k = parse_knowledge(TEXT, "k.txt", NAMES)
+    assert k.tiers == (("d",), ("c", "e"), ("a", "b")) and k.closed_tiers == {2}
+    assert k.forbidden == {("a", "b"), ("b", "a")} and k.required == {("d", "e")}
+    assert k.allows("c", "b") and not k.allows("b", "c")  # a later tier never causes an earlier one
+    assert k.allows("c", "e") and k.allows("e", "c")  # tier 2 is open
+    k3 = parse_knowledge("/knowledge\naddtemporal\n1* a b\n", "k.txt", NAMES)
+    assert not k3.allows("a", "b") and not k3.allows("b", "a") and k3.allows("a", "c")  # a closed tier
+
+
+@pytest.mark.parametrize("text, message", [
+    ("addtemporal\n1 a\n", "starts with the line /knowledge"),
+    ("/knowledge\naddtemporal\n1 a zz\n", r"k.txt, line 3: unknown variable 'zz'"),
+    ("/knowledge\nforbiddirect\na b c\n", "line 3: expected two variables"),
+    ("/knowledge\na b\n", "comes before any section"),
+    ("/knowledge\naddtemporal\nx a\n", "a tier line starts with its number"),
+    ("/knowledge\naddtemporal\n1 a\n2 a\n", "'a' is in two tiers"),
+    ("/knowledge\nrequiredirect\na b\nb a\n", "contradict each other"),
+    ("/knowledge\nforbiddirect\na b\nrequiredirect\na b\n", "required edge a --> b contradicts the file: it is forbidden"),
+    ("/knowledge\naddtemporal\n1 a\n2 b\nrequiredirect\nb a\n", "the tiers rule it out"),
+    ("/knowledge\naddtemporal\n1* a b\nrequiredirect\na b\n", "the tiers rule it out"),
+])
+def test_bad_knowledge_is_refused_in_one_line(text, message):
+    with pytest.raises(PsleError, match=message) as info:
+        parse_knowledge(text, "k.txt", NAMES)
+    assert "\n" not in str(info.value)
+
+
+def test_violations_and_orienting_by_knowledge():
+    k = parse_knowledge(TEXT, "k.txt", NAMES)
+    g = PDAG(NAMES, [(1, 2), (0, 1)], [(3, 4), (2, 4)])  # b -> c, a -> b, d --- e, c --- e
+    assert k.violations(g) == ["a --> b is forbidden", "b --> c is forbidden", "required d --> e is unoriented"]
+    oriented = k.oriented(g)
+    assert ("d", "e", "-->") in oriented.named_edges() and ("c", "e", "---") in oriented.named_edges()
+
+
+def strong_chain() -> np.ndarray:
+    """a -> b -> c -> e with strong effects, d alone: the data ask for a-b and b-c, and nothing at d."""
+    dag = PDAG(NAMES, [(0, 1), (1, 2), (2, 4)])
+    return sample(SEM(dag, np.full(3, 0.9), np.ones(5)), 2000, np.random.default_rng(0))
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("method", ["fges", "boss", "grasp"])
+def test_every_learner_that_takes_knowledge_honours_it_against_the_data(method):
+    x = strong_chain()
+    free = member_from_spec({"method": method, "penalty": 2}, 120)
+    free.fit(x, NAMES)
+    assert {frozenset(e[:2]) for e in free.graph_.named_edges()} >= {frozenset("ab"), frozenset("bc")}
+    member = member_from_spec({"method": method, "penalty": 2}, 120)
+    member.knowledge = parse_knowledge(TEXT, "k.txt", NAMES)
+    member.fit(x, NAMES)
+    assert member.status_ == "ok" and member.knowledge.violations(member.graph_) == []
+    edges = {frozenset(e[:2]): e for e in member.graph_.named_edges()}
+    assert frozenset("ab") not in edges and edges[frozenset("de")] == ("d", "e", "-->")
+
+
+def test_a_learner_that_does_not_take_knowledge_refuses_it():
+    member = member_from_spec({"method": "pc-stable"}, 60)
+    member.knowledge = parse_knowledge(TEXT, "k.txt", NAMES)
+    with pytest.raises(PsleError, match="pc-stable does not honour prior knowledge yet"):
+        member.validate()
+
+
+@pytest.mark.jvm
+def test_psle_learn_knowledge_from_a_file(tmp_path):
+    psle = str(Path(sys.executable).parent / "psle")
+    x = strong_chain()
+    (tmp_path / "d.csv").write_text("a,b,c,d,e\n" + "\n".join(",".join(f"{v:.6f}" for v in r) for r in x) + "\n")
+    (tmp_path / "k.txt").write_text(TEXT)
+    run = subprocess.run([psle, "learn", "d.csv", "--method", "boss", "--param", "penalty=2", "--knowledge", "k.txt",
+                          "-o", "g.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "a,b," not in (tmp_path / "g.csv").read_text() and "d,e,-->" in (tmp_path / "g.csv").read_text()
+    (tmp_path / "bad.txt").write_text("/knowledge\nforbiddirect\na zz\n")
+    bad = subprocess.run([psle, "learn", "d.csv", "--method", "boss", "--knowledge", "bad.txt", "-o", "h.csv"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "bad.txt, line 3: unknown variable 'zz'" in bad.stderr
+    assert not (tmp_path / "h.csv").exists()
+    pef = subprocess.run([psle, "learn", "d.csv", "--knowledge", "k.txt", "-o", "h.csv"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert pef.returncode == 2 and "--knowledge applies to --method fges, boss or grasp" in pef.stderr
