@@ -174,7 +174,7 @@ def bootstrap_file(data: str | Path, output: str | Path, spec: Any, boot: Bootst
     kind = "local" if parallel and not isinstance(learner, Member) else "serial"
     with make_executor(kind, scheduler, workers) as executor:
         announce_dashboard(executor)
-        for k, b in enumerate(todo, 1):
+        for b in todo:
             fresh = build_estimator(spec, time_limit, wall_limit)
             if hasattr(fresh, "progress"):
                 fresh.progress = False
