@@ -130,12 +130,24 @@ def test_data_a_gaussian_score_cannot_use_is_refused_or_warned_in_one_line():
     with pytest.warns(UserWarning) as caught:
         check_learnable(x, names)
     said = [str(w.message) for w in caught]
-    assert any("5 rows for 6 variables" in m for m in said)
+    assert not any("rows" in m and "singular" in m for m in said)  # the learners judge that, per search
     assert any("'v3' number the rows" in m for m in said)
     assert any("two values ('v4')" in m for m in said)
     x[:, 5] = 1 - 3 * x[:, 0]
     with pytest.raises(PsleError, match=r"columns 'v0' and 'v5' are copies of each other"):
         check_learnable(x, names)
+
+
+def test_a_search_over_no_fewer_variables_than_rows_is_warned_about():
+    from hpc.data.tabular import warn_few_rows
+
+    with pytest.warns(UserWarning, match=r"cluster: 40 variables for 40 rows \(no fewer variables than rows\)"):
+        warn_few_rows(40, 40, "cluster")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_few_rows(41, 40, "cluster")
 
 
 def test_csv_byte_order_mark_and_tab_separated_files(tmp_path):

@@ -8,8 +8,9 @@ with a 20,000-column spreadsheet can find the bad cell. The rules, each one line
   warning saying how many; other text, and infinities, are refused;
 - refused: fewer than 3 rows, a constant column, two columns that are copies of each other (up to
   scale and sign), which no Gaussian score can tell apart;
-- warned: fewer rows than variables (scores and tests are then unreliable), a column that counts
-  the rows (an index, not a variable?), columns with two values (modelled as Gaussian all the same).
+- warned: a column that counts the rows (an index, not a variable?), columns with two values
+  (modelled as Gaussian all the same), and, by the learners, a search over no fewer variables than
+  rows (the whole problem, or PEF's largest cluster), where scores and tests are unreliable.
 """
 
 from __future__ import annotations
@@ -166,10 +167,6 @@ def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: s
         a, b = copies[0]
         raise PsleError(f"{source}: columns {names[a]!r} and {names[b]!r} are copies of each other (up to scale and "
                         f"sign{f'; {len(copies)} such pairs' if len(copies) > 1 else ''}): keep one of each")
-    n, p = x.shape
-    if n <= p:
-        warnings.warn(f"{source}: {n} rows for {p} variables (fewer rows than variables): the covariance is "
-                      "singular, so scores and tests are unreliable and the graph is a rough sketch", stacklevel=3)
     counts = np.flatnonzero(_counts_rows(x))
     if len(counts):
         warnings.warn(f"{source}: column(s) {_names(names, counts)} number the rows 1..n (or 0..n-1): an index, not "
@@ -178,6 +175,15 @@ def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: s
     if len(binary):
         warnings.warn(f"{source}: {len(binary)} column(s) with two values ({_names(names, binary)}) are modelled as "
                       "Gaussian like every column: their edges are a linear approximation", stacklevel=3)
+
+
+def warn_few_rows(n: int, p: int, what: str) -> None:
+    """One warning when a search sees at least as many variables (`p`, in `what`) as there are rows: its
+    covariance is singular there, so scores and tests are unreliable."""
+    if n <= p:
+        warnings.warn(f"{what}: {p} variables for {n} rows (no fewer variables than rows): the covariance is "
+                      "singular there, so scores and tests are unreliable and the graph is a rough sketch",
+                      stacklevel=3)
 
 
 def _names(names: tuple[str, ...] | list[str], columns: np.ndarray) -> str:

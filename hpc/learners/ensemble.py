@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hpc.data.tabular import as_learnable
+from hpc.data.tabular import as_learnable, warn_few_rows
 from hpc.errors import PsleError
 from hpc.graphs.pdag import PDAG
 from hpc.learners.members import OK, TIMED_OUT, LearnerError, fit_in_canonical_order, member_from_spec
@@ -126,6 +126,7 @@ class SLE:
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> SLE:
         x, variables = as_learnable(x, variables)
+        warn_few_rows(x.shape[0], x.shape[1], "data")
         return fit_in_canonical_order(self, x, variables)
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> SLE:

@@ -150,12 +150,13 @@ class Member:
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> Member:
         """Learn a CPDAG from an n x p data matrix (rows = samples); the same graph in any column order."""
-        from hpc.data.tabular import check_learnable
+        from hpc.data.tabular import check_learnable, warn_few_rows
 
         x = np.asarray(x, dtype=np.float64)
         variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
         self.validate()
         check_learnable(x, variables)
+        warn_few_rows(x.shape[0], x.shape[1], "data")
         return fit_in_canonical_order(self, x, variables)
 
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> Member:

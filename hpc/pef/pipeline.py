@@ -19,7 +19,7 @@ import numpy as np
 
 from hpc.store import canonical
 from hpc.checks import check_number
-from hpc.data.tabular import as_learnable
+from hpc.data.tabular import as_learnable, warn_few_rows
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
 from hpc.graphs.order import canonical_columns, relabel
@@ -399,6 +399,7 @@ class PEF:
         if self.selection == "predicted":
             run.show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members_)} "
                           "member runs chosen")
+        warn_few_rows(run.n, max(len(s) for s in searched), "the largest cluster's search")
         return searched, jobs, plans
 
     def _estimate_step(self, variables: tuple[str, ...], clusters: list[np.ndarray], searched: list[np.ndarray],
