@@ -73,8 +73,8 @@ TRAIN = ["train", "--problems", "2", "--max-nodes", "20", "--k", "1", "--trials"
 REFUSED = [
     # outputs: checked before anything is read or learned
     (["learn", "d.csv", "--method", "fges", "-o", "d.csv"], ["d.csv", "would overwrite the input"]),
-    (["learn", "d.csv", "-o", "g.xyz"], ["g.xyz", "must be named .json or .csv or .txt"]),
-    (["learn", "d.csv", "-o", "g.dot"], ["g.dot", "must be named"]),
+    (["learn", "d.csv", "-o", "g.xyz"], ["g.xyz", "must be named .json or .csv or .txt or .graphml or .dot"]),
+    (["learn", "d.csv", "-o", "g.png"], ["g.png", "must be named"]),
     (["generate", "--network", "asia", "--nodes", "20", "-o", "p.csv"], ["p.csv", "must be named .h5 or .hdf5"]),
     (["train", "-o", "e.yaml", "--checkpoint", "e.yaml"], ["e.yaml", "would overwrite the input"]),
     # settings

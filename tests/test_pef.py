@@ -482,13 +482,16 @@ def test_context_lets_clusters_see_outside_parents_and_keeps_only_their_own_edge
 
 
 def test_collinear_columns_give_a_graph_not_a_traceback():
-    """A column copied from another and one the sum of two, under strong edge weights: singular
-    covariance blocks in the members' BIC (the choice among them) and in the fusion's regressions."""
+    """A column the sum of two, under strong edge weights: singular covariance blocks in the members' BIC
+    (the choice among them) and in the fusion's regressions. A plain copy is refused before any work."""
     p = benchmark_problem(80, 3, 300, graph="er", weights=(1.5, 3))
     x = p.data.copy()
-    x[:, 5] = x[:, 7]
     x[:, 9] = x[:, 10] + x[:, 11]
     members = [{"method": "fges", "penalty": 2.0}, {"method": "pc-stable", "alpha": 0.01, "engine": "numpy"}]
+    copied = x.copy()
+    copied[:, 5] = 2 * x[:, 7]
+    with pytest.raises(PsleError, match="are copies of each other"):
+        PEF(members, executor=SerialExecutor(), progress=False).fit(copied, list(p.variables))
     model = PEF(members, executor=SerialExecutor(), progress=False).fit(x, list(p.variables))
     assert model.status_ == "ok" and len(model.graph_.directed) + len(model.graph_.undirected) > 0
     winners = [c["winner"] for c in model.result_meta()["clusters"]]
