@@ -90,7 +90,7 @@ def test_a_checkpoint_of_other_data_or_settings_is_refused_in_one_line(problem, 
     other = tmp_path / "b.h5"
     assert subprocess.run([PSLE, "generate", "--network", "alarm", "--nodes", "400", "--seed", "3", "-o", str(other)],
                           capture_output=True).returncode == 0
-    for argv, fragment in [([str(other), "--param", "penalty=4"], "checkpoint of other data"),
+    for argv, fragment in [([str(other), "--param", "penalty=4"], "checkpoint was made with other data"),
                            ([str(problem), "--param", "penalty=5"], "differ in: members")]:
         run = subprocess.run([PSLE, "learn", *argv, "--method", "p-fges", "--serial", "--checkpoint", str(ckpt),
                               "-o", str(tmp_path / "h.json")], capture_output=True, text=True, timeout=600)
