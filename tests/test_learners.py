@@ -292,7 +292,7 @@ def test_parameters_are_checked_against_the_paper_space(member, message):
 
 
 def test_defaults_are_tetrads_with_the_reproducible_pc_engine():
-    assert FGES().get_params() == {"penalty": 1.0, "max_parents": 1000, "faithfulness": False}
+    assert FGES().get_params() == {"penalty": 2.0, "max_parents": 1000, "faithfulness": False}
     assert PCStable().get_params() == {"alpha": 0.05, "depth": 1000, "engine": "numpy"}
 
 
