@@ -116,9 +116,9 @@ def run(args: argparse.Namespace) -> None:
     check_scheduler(args)
     if not Path(args.data).is_file():
         raise PsleError(f"{args.data}: no such file")
-    if args.knowledge and (args.method not in ("fges", "boss", "grasp") or args.bootstrap or args.slurm):
-        raise PsleError("--knowledge applies to --method fges, boss or grasp on the whole problem, here, for now "
-                        "(PEF methods, the ensemble, pc-stable, --bootstrap and --slurm do not pass it on yet)")
+    if args.knowledge and (args.method not in ("fges", "boss", "grasp", "pc-stable") or args.bootstrap or args.slurm):
+        raise PsleError("--knowledge applies to --method fges, boss, grasp or pc-stable on the whole problem, here, "
+                        "for now (PEF methods, the ensemble, --bootstrap and --slurm do not pass it on yet)")
     if args.bootstrap:
         run_bootstrap(args, spec, label)
         return
@@ -225,7 +225,7 @@ def add(sub) -> None:
                             "after a kill or preemption resumes from it")
     learn.add_argument("--knowledge", default=None, metavar="FILE",
                        help="prior knowledge in Tetrad's text format (/knowledge; addtemporal tiers, forbiddirect, "
-                            "requiredirect), checked against the data's columns; --method fges, boss, grasp")
+                            "requiredirect), checked against the data's columns; --method fges, boss, grasp, pc-stable")
     executor_options(learn)
     boot = learn.add_argument_group("bootstrap (edge confidence)")
     boot.add_argument("--bootstrap", type=whole(1), default=None, metavar="B",

@@ -142,7 +142,7 @@ class Member:
         if self.time_limit is not None and not self.time_limit > 0:
             raise PsleError(f"{self!r}: time limit must be positive, got {self.time_limit!r}")
         if self.knowledge is not None and not self.knowledge.empty and not self.takes_knowledge:
-            raise PsleError(f"{self.method} does not honour prior knowledge yet; fGES, BOSS and GRaSP do")
+            raise PsleError(f"{self.method} does not honour prior knowledge")
 
     def _runner_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `runner` (besides cov and n)."""
@@ -229,6 +229,7 @@ class PCStable(Member):
     on thread timing, so two runs on the same data can differ."""
 
     method, label = "pc-stable", "PC-Stable"
+    takes_knowledge = True
     params = (Param("alpha", float, 0.05, 0.01, 0.2, doc="Fisher's z test level"),
               Param("depth", int, 1000, 1, 1000, log=True, doc="largest conditioning set"),
               Param("engine", str, "numpy", choices=("numpy", "tetrad"), searched=False,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import chain, combinations, islice
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
@@ -50,16 +51,22 @@ def independent(r: np.ndarray, n: int, d: int, alpha: float) -> np.ndarray:
     return 2.0 * (1.0 - ndtr(z)) > alpha
 
 
-def skeleton(corr: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarray, dict[tuple[int, int], tuple[int, ...]]]:
+def skeleton(corr: np.ndarray, n: int, alpha: float, depth: int, allowed: np.ndarray | None = None,
+             required: np.ndarray | None = None) -> tuple[np.ndarray, dict[tuple[int, int], tuple[int, ...]]]:
     """The PC-Stable adjacency search: (adjacency matrix, separating set of each removed pair i < j).
 
     At depth d an edge a - b goes when some d-subset S of adj(a) \\ {b} or adj(b) \\ {a}, taken
     from the adjacencies frozen at the start of the depth, makes a and b independent given S.
+    With knowledge (`allowed[i, j]`: may i -> j be an edge; see knowledge_matrices), a pair allowed in
+    neither direction is never adjacent and a required pair is never removed.
     """
     p = corr.shape[0]
     adj = ~np.eye(p, dtype=bool)
+    if allowed is not None:
+        adj &= allowed | allowed.T
     iu = np.triu_indices(p, 1)
-    gone = independent(corr[iu], n, 0, alpha)
+    keep = np.zeros((p, p), dtype=bool) if required is None else required | required.T
+    gone = independent(corr[iu], n, 0, alpha) & adj[iu] & ~keep[iu]
     adj[iu[0][gone], iu[1][gone]] = adj[iu[1][gone], iu[0][gone]] = False
     sepsets: dict[tuple[int, int], tuple[int, ...]] = {(int(a), int(b)): () for a, b in zip(iu[0][gone], iu[1][gone])}
     for d in range(1, depth + 1):
@@ -68,8 +75,13 @@ def skeleton(corr: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.nda
             break
         removed = _depth_one(corr, n, alpha, adj) if d == 1 else _search_depth(corr, n, alpha, adj, d)
         for (a, b), s in removed.items():
+            if keep[a, b]:
+                continue
             adj[a, b] = adj[b, a] = False
             sepsets[(a, b)] = s
+    if allowed is not None:  # pairs the knowledge rules out were never tested: no separating set is known
+        for a, b in zip(*np.nonzero(np.triu(~(allowed | allowed.T), 1))):
+            sepsets.setdefault((int(a), int(b)), ())
     return adj, sepsets
 
 
@@ -133,32 +145,41 @@ def _search_depth(corr: np.ndarray, n: int, alpha: float, adj: np.ndarray, d: in
     return removed
 
 
-def orient(adj: np.ndarray, sepsets: dict[tuple[int, int], tuple[int, ...]], variables: tuple[str, ...]) -> PDAG:
+def orient(adj: np.ndarray, sepsets: dict[tuple[int, int], tuple[int, ...]], variables: tuple[str, ...],
+           allowed: np.ndarray | None = None, required: np.ndarray | None = None) -> PDAG:
     """Tetrad's PC orientation: colliders from the separating sets, then Meek's rules.
 
     For every unshielded a - c - b with c outside sepset(a, b), in node order, a → c ← b is set
     (replacing earlier marks, as Tetrad's PRIORITIZE_EXISTING does unless both arrows are already
     there) except where c is already an ancestor of a or b; Meek's rules 1–3 then orient what the
-    colliders imply, never closing a directed cycle.
+    colliders imply, never closing a directed cycle. With knowledge, the edges it allows one way only
+    (or requires) are oriented first and kept, a collider against it is skipped, and Meek's rules
+    orient only the ways it allows.
     """
     p = adj.shape[0]
-    arrow = np.zeros((p, p), dtype=bool)  # arrow[i, j]: i → j
+    allowed = np.ones((p, p), dtype=bool) if allowed is None else allowed
+    arrow = adj & allowed & ~allowed.T  # arrow[i, j]: i → j; first what the knowledge fixes
+    if required is not None:
+        arrow |= adj & required
+    fixed = arrow.copy()
     for c in range(p):
         for a, b in combinations(np.flatnonzero(adj[c]).tolist(), 2):
             if adj[a, b] or c in sepsets[(min(a, b), max(a, b))]:
                 continue
             if _reaches(arrow, c, a) or _reaches(arrow, c, b) or (arrow[a, c] and arrow[b, c]):
                 continue
+            if not (allowed[a, c] and allowed[b, c]) or fixed[c, a] or fixed[c, b]:
+                continue
             arrow[[a, b], c] = True
             arrow[c, [a, b]] = False
-    _meek(adj, arrow)
+    _meek(adj, arrow, allowed)
     directed = np.argwhere(arrow)
     undirected = np.argwhere(np.triu(adj & ~arrow & ~arrow.T, 1))
     return PDAG(variables, directed, undirected)
 
 
-def _meek(adj: np.ndarray, arrow: np.ndarray) -> None:
-    """Meek's rules 1–3 in place, until nothing changes."""
+def _meek(adj: np.ndarray, arrow: np.ndarray, allowed: np.ndarray) -> None:
+    """Meek's rules 1–3 in place, until nothing changes; only in directions `allowed`."""
     changed = True
     while changed:
         changed = False
@@ -173,7 +194,7 @@ def _meek(adj: np.ndarray, arrow: np.ndarray) -> None:
             if shared.sum() >= 2:
                 cand = np.flatnonzero(shared)
                 rule3 = bool(np.any(~adj[np.ix_(cand, cand)] & ~np.eye(len(cand), dtype=bool)))
-            if (rule1 or rule2 or rule3) and not _reaches(arrow, c, b):
+            if (rule1 or rule2 or rule3) and allowed[b, c] and not _reaches(arrow, c, b):
                 arrow[b, c] = True
                 changed = True
 
@@ -193,9 +214,29 @@ def _reaches(arrow: np.ndarray, start: int, goal: int) -> bool:
     return False
 
 
-def pc_stable(cov: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def knowledge_matrices(p: int, knowledge: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(allowed, required) p x p from hpc.graphs.knowledge's indexed form: allowed[i, j], may i -> j be
+    an edge (not forbidden, not against the tiers, not inside a closed tier)."""
+    tier = np.full(p, -1)
+    for t, members in enumerate(knowledge["tiers"]):
+        tier[np.asarray(members, dtype=np.int64)] = t
+    both = (tier[:, None] >= 0) & (tier[None, :] >= 0)
+    closed = np.isin(tier, np.asarray(knowledge["closed"], dtype=np.int64))
+    allowed = ~(both & ((tier[:, None] > tier[None, :]) | ((tier[:, None] == tier[None, :]) & closed[:, None])))
+    forbidden = np.asarray(knowledge["forbidden"], dtype=np.int64).reshape(-1, 2)
+    allowed[forbidden[:, 0], forbidden[:, 1]] = False
+    required = np.zeros((p, p), dtype=bool)
+    req = np.asarray(knowledge["required"], dtype=np.int64).reshape(-1, 2)
+    required[req[:, 0], req[:, 1]] = True
+    np.fill_diagonal(allowed, False)
+    return allowed, required
+
+
+def pc_stable(cov: np.ndarray, n: int, alpha: float, depth: int,
+              knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(directed, undirected) index arrays of PC-Stable's CPDAG, like `hpc.learners.tetrad.run_pc`."""
     corr = correlation(np.asarray(cov, dtype=np.float64))
-    adj, sepsets = skeleton(corr, n, alpha, depth)
-    graph = orient(adj, sepsets, tuple(f"X{i}" for i in range(corr.shape[0])))
+    allowed, required = (None, None) if knowledge is None else knowledge_matrices(corr.shape[0], knowledge)
+    adj, sepsets = skeleton(corr, n, alpha, depth, allowed, required)
+    graph = orient(adj, sepsets, tuple(f"X{i}" for i in range(corr.shape[0])), allowed, required)
     return graph.directed, graph.undirected

@@ -149,7 +149,8 @@ def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undire
     return graph_to_arrays(search.search(), x.shape[1])
 
 
-def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int,
+           knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     start_jvm()
     from edu.cmu.tetrad.search import Pc
     from edu.cmu.tetrad.search.test import IndTestFisherZ
@@ -163,6 +164,8 @@ def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int) -> tuple[np.ndarra
     search.setStable(True)
     search.setDepth(int(depth))
     search.setVerbose(False)
+    if knowledge is not None:
+        search.setKnowledge(tetrad_knowledge(knowledge))
     return graph_to_arrays(search.search(), cov.shape[0])
 
 
