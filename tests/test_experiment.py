@@ -61,7 +61,7 @@ def test_psle_learn_and_psle_experiment_give_the_same_graph_and_meta(tmp_path):
                             "alpha1=0.01", "--time-limit", "60", "--workers", "2", "-o", "cli.json"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert learn.returncode == 0, learn.stderr
-    run = psle_experiment(tmp_path, "method=p-fges", "+method.members.0.penalty=2", "dataset=file",
+    run = psle_experiment(tmp_path, "method=p-fges", "method.members.0.penalty=2", "dataset=file",
                           f"dataset.path={tmp_path / 'p.h5'}", "+pef_options.alpha1=0.01", "time_limit=60",
                           "wall_limit=null", "executor.workers=2")
     assert run.returncode == 0, run.stderr
