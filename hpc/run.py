@@ -120,7 +120,7 @@ def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limi
     label = label or spec.name
     check_runtime()
     x, variables = read_data(data)
-    check_learnable(x, variables, str(data))
+    check_learnable(x, variables, str(data), warn=False)  # refusals name the file; the learner warns
     if knowledge is not None:
         from hpc.graphs.knowledge import read_knowledge
 

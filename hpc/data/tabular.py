@@ -149,8 +149,10 @@ def as_learnable(x: np.ndarray, names: tuple[str, ...] | list[str] | None = None
     return x, names
 
 
-def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: str = "data") -> None:
-    """Reject data a Gaussian learner cannot use, naming the problem: too few rows, NaN/inf, constant columns."""
+def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: str = "data", warn: bool = True) -> None:
+    """Reject data a Gaussian learner cannot use, naming the problem: too few rows, NaN/inf, constant or copied
+    columns; and (`warn`) warn about row-index and two-valued columns. A caller that checks a file before
+    handing its data to a learner passes warn=False: the learner's own check warns, once."""
     if x.ndim != 2 or x.shape[1] != len(names):
         raise PsleError(f"{source}: expected an n x {len(names)} array, got shape {x.shape}")
     if x.shape[0] < 3:
@@ -167,6 +169,8 @@ def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: s
         a, b = copies[0]
         raise PsleError(f"{source}: columns {names[a]!r} and {names[b]!r} are copies of each other (up to scale and "
                         f"sign{f'; {len(copies)} such pairs' if len(copies) > 1 else ''}): keep one of each")
+    if not warn:
+        return
     counts = np.flatnonzero(_counts_rows(x))
     if len(counts):
         warnings.warn(f"{source}: column(s) {_names(names, counts)} number the rows 1..n (or 0..n-1): an index, not "
