@@ -21,15 +21,18 @@ Usage:
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
 from benchlib import grid, seeds_arg, summary
+from hpc.cli.learn import parse_params
 from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
 from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
+from hpc.run import pef_configs
 
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 SINGLE = {"p-fges": {"method": "fges"}, "p-pc-stable": {"method": "pc-stable"}}
@@ -39,16 +42,20 @@ WHOLE = {"fges": {"method": "fges"}, "pc-stable": {"method": "pc-stable"},
          "boss-columns": {"method": "boss", "penalty": 2.53767, "start": "columns"}}
 
 
-def run(method: str, executor, limit: float | None, problem) -> tuple:
-    """One method on one problem: (graph, status, PEF's account columns)."""
+def run(method: str, executor, limit: float | None, settings: dict, problem) -> tuple:
+    """One method on one problem: (graph, status, PEF's account columns); `settings` override PEF's."""
+    partition, fusion, repair = pef_configs(settings)
     if method in WHOLE:
         learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
     elif method in ("psle", "psle-norepair"):
+        if "no" in method:
+            repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0})
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
-                      selector="truth", repair=RepairConfig(**({"repair_rounds": 0} if "no" in method else {})))
+                      selector="truth", partition=partition, fusion=fusion, repair=repair)
     else:
         members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else [SINGLE[method]]
-        learner = PEF(members, time_limit=limit, executor=executor, progress=False)
+        learner = PEF(members, time_limit=limit, executor=executor, progress=False, partition=partition, fusion=fusion,
+                      repair=repair)
     learner.fit(problem.data, problem.variables)
     extra = {}
     if isinstance(learner, PEF):
@@ -69,9 +76,11 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=["p-fges", "p-pc-stable", "p-sle", "p-sle-d", "p-sle-r"])
     ap.add_argument("--limit", type=float, default=None, help="seconds per member run")
     ap.add_argument("--jsonl", type=Path, default=None, help="append one JSON line per run here")
+    ap.add_argument("--pef", nargs="*", default=[], metavar="NAME=VALUE", help="PEF settings, as psle learn's --pef")
     args = ap.parse_args()
     with DaskExecutor() as executor:
-        methods = {m: partial(run, m, executor, args.limit) for m in args.methods}
+        settings = parse_params(args.pef)
+        methods = {m: partial(run, m, executor, args.limit, settings) for m in args.methods}
         rows = grid([args.graph or args.network or "alarm"], args.nodes, args.seeds, methods, args.jsonl)
     print("\n" + summary(rows, limit=args.limit))
 

@@ -403,9 +403,9 @@ def test_fusion_screen_stops_once_the_wall_limit_has_passed():
     z = standardize(rng.normal(size=(200, 6)), np.float64)
     blocks = [(np.arange(3), np.arange(3, 6))]
     parents = ParentSets.of(PDAG(tuple("abcdef"), np.empty((0, 2), dtype=np.int64)))
-    assert len(list(screener(SerialExecutor(), time.time() + 60)(z, blocks, parents, 200, FusionConfig()))) == 1
+    assert len(list(screener(SerialExecutor(), time.time() + 60)((z,), screen_block, blocks, parents, 200, FusionConfig()))) == 1
     with pytest.raises(WallLimitHit):
-        list(screener(SerialExecutor(), time.time() - 1)(z, blocks, parents, 200, FusionConfig()))
+        list(screener(SerialExecutor(), time.time() - 1)((z,), screen_block, blocks, parents, 200, FusionConfig()))
 
 
 class CountingExecutor(SerialExecutor):
@@ -433,7 +433,7 @@ def test_fusion_resumes_from_the_cluster_pairs_a_killed_run_had_screened(tmp_pat
 
     path, settings = tmp_path / "run.h5", {"data": "d"}
     killed = screener(SerialExecutor(), memory=RunCheckpoint(path, settings, flush_seconds=0))(
-        z, [(clusters[a], clusters[b]) for a in range(len(clusters)) for b in range(a + 1, len(clusters))],
+        (z,), screen_block, [(clusters[a], clusters[b]) for a in range(len(clusters)) for b in range(a + 1, len(clusters))],
         ParentSets.of(union), n, config)
     for _ in range(3):
         next(killed)  # three cluster pairs screened, then the process dies (no flush at the end)

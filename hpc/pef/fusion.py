@@ -20,6 +20,7 @@ from hpc.checks import check_number
 from hpc.graphs.equivalence import reaches
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import residual_variance
+from hpc.pef.neighbours import row_blocks, strongest
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class FusionConfig:
     penalty: float | None = None  # F3 threshold; None = 2 ln p (RIC), or ln n when p <= sqrt(n)
     chunk: int = 100_000  # pairs per batched inverse, at most ...
     chunk_entries: int = 4_000_000  # ... this many matrix entries per batch (32 MB): wide parent sets, fewer pairs
+    # Above this many variables F1 screens only the cross pairs among each variable's `candidates` most
+    # correlated others (0: at every size).
+    candidates_above: int = 20_000
+    candidates: int = 50
 
     def validate(self) -> None:
         check_number("alpha1", self.alpha1, 0.0, 1.0, open_lo=True, open_hi=True)
@@ -38,6 +43,8 @@ class FusionConfig:
         check_number("penalty", self.penalty, 0.0, open_lo=True, optional=True)
         check_number("chunk", self.chunk, 1, integer=True)
         check_number("chunk_entries", self.chunk_entries, 1, integer=True)
+        check_number("candidates_above", self.candidates_above, 0, integer=True)
+        check_number("candidates", self.candidates, 1, integer=True)
 
 
 @dataclass
@@ -189,6 +196,39 @@ def conditioned_pvalues(z: np.ndarray, pairs: np.ndarray, parents: ParentSets, n
     return out
 
 
+def screen_pairs(z: np.ndarray, pairs: np.ndarray, parents: ParentSets, n: int,
+                 config: FusionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """F1 for the given cross-cluster pairs: those with p < alpha1, and their p-values, in batches of at
+    most `chunk_entries` data values."""
+    found, pvals = [np.empty((0, 2), dtype=np.int64)], [np.empty(0)]
+    width = max(1, len(parents.idx) // max(len(parents.ptr) - 1, 1))  # typical conditioning set size
+    step = max(1, config.chunk_entries // ((2 * width + 2) * z.shape[0]))
+    for lo in range(0, len(pairs), step):
+        batch = pairs[lo:lo + step]
+        pv = conditioned_pvalues(z, batch, parents, n)
+        hit = pv < config.alpha1
+        found.append(batch[hit])
+        pvals.append(pv[hit])
+    return np.concatenate(found), np.concatenate(pvals)
+
+
+def screen_neighbours(z: np.ndarray, z32: np.ndarray, lo: int, hi: int, labels: np.ndarray, parents: ParentSets,
+                      n: int, config: FusionConfig) -> tuple[np.ndarray, np.ndarray, int]:
+    """F1 for rows lo..hi-1: their `candidates` most correlated others in other clusters (`labels`), as
+    pairs (i < j), tested given pa(i) ∪ pa(j); like screen_block, (pairs found, p-values, pairs tested).
+    `z32` is `z` in float32, for the |r| of the rows against all variables."""
+    top, _ = strongest(z32, lo, hi, config.candidates)
+    rows = np.repeat(np.arange(lo, hi), top.shape[1])
+    cols = top.ravel()
+    cross = labels[rows] != labels[cols]
+    a, b = np.minimum(rows[cross], cols[cross]), np.maximum(rows[cross], cols[cross])
+    p = len(labels)
+    keys = np.unique(a * p + b)
+    pairs = np.stack([keys // p, keys % p], axis=1)
+    found, pv = screen_pairs(z, pairs, parents, n, config)
+    return found, pv, len(pairs)
+
+
 def _pcor_pvalue(z: np.ndarray, i: int, j: int, cond: list[int], n: int) -> float:
     t = [i, j, *cond]
     corr = z[:, t].T @ z[:, t]
@@ -202,14 +242,16 @@ def _residual_variance(z: np.ndarray, j: int, cond: list[int]) -> float:
     return residual_variance(z[:, t].T @ z[:, t], 0, np.arange(1, len(t)))
 
 
-Blocks = list[tuple[np.ndarray, np.ndarray]]
-Screener = Callable[[np.ndarray, Blocks, ParentSets, int, FusionConfig],
+Blocks = list[tuple]
+#: Runs F1 as fn(*data, *block, parents, n, config) for each block: `data` is (z,) for screen_block,
+#: (z, z in float32) for screen_neighbours.
+Screener = Callable[[tuple[np.ndarray, ...], Callable, Blocks, ParentSets, int, FusionConfig],
                     Iterable[tuple[np.ndarray, np.ndarray, int]]]
 
 
-def screen_serial(z: np.ndarray, blocks: Blocks, parents: ParentSets, n: int,
+def screen_serial(data: tuple[np.ndarray, ...], fn: Callable, blocks: Blocks, parents: ParentSets, n: int,
                   config: FusionConfig) -> Iterable[tuple[np.ndarray, np.ndarray, int]]:
-    return (screen_block(z, rows, cols, parents, n, config) for rows, cols in blocks)
+    return (fn(*data, *block, parents, n, config) for block in blocks)
 
 
 def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config: FusionConfig = FusionConfig(),
@@ -242,17 +284,30 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
 def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: ParentSets, config: FusionConfig,
                   screen: Screener, stats: FusionStats, progress: Callable[[str, int, int], None] | None) -> np.ndarray:
     """F1: the cross-cluster pairs `screen` keeps, most significant first (ties by pair)."""
-    pairs = [(a, b) for a in range(len(clusters)) for b in range(a + 1, len(clusters))]
-    stats.pairs_screened = sum(len(clusters[a]) * len(clusters[b]) for a, b in pairs)
+    p = len(parents.ptr) - 1
+    if p > config.candidates_above:
+        labels = np.empty(p, dtype=np.int64)
+        for c, idx in enumerate(clusters):
+            labels[idx] = c
+        fn, blocks, what = screen_neighbours, [(lo, hi, labels) for lo, hi in row_blocks(p)], "blocks of variables"
+        data: tuple[np.ndarray, ...] = (z, z.astype(np.float32))
+    else:
+        pairs = [(a, b) for a in range(len(clusters)) for b in range(a + 1, len(clusters))]
+        stats.pairs_screened = sum(len(clusters[a]) * len(clusters[b]) for a, b in pairs)
+        fn, blocks, what = screen_block, [(clusters[a], clusters[b]) for a, b in pairs], "cluster pairs"
+        data = (z,)
     found, pvals = [np.empty((0, 2), dtype=np.int64)], [np.empty(0)]
-    blocks = [(clusters[a], clusters[b]) for a, b in pairs]
-    for done, (fp, pv, tested) in enumerate(screen(z, blocks, parents, n, config), start=1):
+    for done, (fp, pv, tested) in enumerate(screen(data, fn, blocks, parents, n, config), start=1):
         found.append(fp)
         pvals.append(pv)
         stats.pairs_tested += tested
         if progress:
-            progress("fusion F1 (cluster pairs)", done, len(pairs))
+            progress(f"fusion F1 ({what})", done, len(blocks))
     cand, cand_p = np.concatenate(found), np.concatenate(pvals)
+    if fn is screen_neighbours:  # a pair near both its ends was tested from both rows' blocks
+        stats.pairs_screened = stats.pairs_tested
+        _, first = np.unique(cand[:, 0] * p + cand[:, 1], return_index=True)
+        cand, cand_p = cand[first], cand_p[first]
     stats.f1_candidates = len(cand)
     return cand[np.lexsort((cand[:, 1], cand[:, 0], cand_p))]
 

@@ -1,9 +1,14 @@
 """PEF's partition step: average-linkage clustering on d_ij = 1 - |r_ij|, then merge small clusters.
 
-The linkage is a nearest-neighbour-chain algorithm on one square float32 distance matrix,
-updated in place (Lance-Williams, size-weighted): p^2 * 4 bytes (3.6 GB at p = 30,000) where
-scipy's linkage needs the float64 condensed vector plus a working copy (7.2 GB). Numpy does
-each row operation, so the Python loop runs O(p) times, not O(p^2).
+Up to `sparse_above` variables the linkage is a nearest-neighbour-chain algorithm on one square
+float32 distance matrix, updated in place (Lance-Williams, size-weighted): p^2 * 4 bytes (1.6 GB
+at p = 20,000) where scipy's linkage needs the float64 condensed vector plus a working copy.
+Numpy does each row operation, so the Python loop runs O(p) times, not O(p^2).
+
+Above it, the same average linkage runs on a sparse matrix: each variable keeps its `neighbours`
+strongest |r| (hpc.pef.neighbours) and every other |r| counts as 0, so memory grows with p * k.
+A cluster pair's linkage is then the sum of the kept |r| between them over |a| |b|, which merging
+keeps exactly by adding sums.
 """
 
 from __future__ import annotations
@@ -11,13 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from hpc.checks import check_number
 from hpc.errors import PsleError
+from hpc.pef.neighbours import TaskRunner, nearest, serial, similarity_graph
 
 
 #: Default of PartitionConfig.whole_below.
 WHOLE_BELOW = 200
+#: Default of PartitionConfig.sparse_above: the dense matrix's 1.6 GB at 20,000 variables is the most
+#: we spend; at 30,000 it took 3.6 GB, at 100,000 it would take 40 GB.
+SPARSE_ABOVE = 20_000
+#: Default of PartitionConfig.neighbours.
+NEIGHBOURS = 50
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,10 @@ class PartitionConfig:
     # time (BENCHMARKS.md, "Where cutting starts to pay") and costs accuracy at the seams. 0 = always
     # partition, the paper's rule (the paper_* experiments keep it).
     whole_below: int = WHOLE_BELOW
+    # Above this many variables the linkage runs on each variable's `neighbours` strongest |r| (the others
+    # count as 0), so memory grows with p, not p^2 (0: at every size).
+    sparse_above: int = SPARSE_ABOVE
+    neighbours: int = NEIGHBOURS
 
     def validate(self) -> None:
         check_number("large_fraction", self.large_fraction, 0.0, 1.0, open_lo=True)
@@ -46,6 +62,8 @@ class PartitionConfig:
         check_number("block", self.block, 1, integer=True)
         check_number("max_size", self.max_size, 0, integer=True)
         check_number("whole_below", self.whole_below, 0, integer=True)
+        check_number("sparse_above", self.sparse_above, 0, integer=True)
+        check_number("neighbours", self.neighbours, 1, integer=True)
         if 0 < self.max_size < 2 * self.min_large:
             raise PsleError(f"max_size={self.max_size}: must be 0 (no cap) or at least 2 * min_large = "
                             f"{2 * self.min_large}")
@@ -152,6 +170,63 @@ def _relabel(raw: np.ndarray, p: int) -> np.ndarray:
     return z
 
 
+def sparse_average_linkage(s: sp.spmatrix) -> np.ndarray:
+    """Average-linkage merge list (scipy's format) for the similarity |r| held in the symmetric sparse `s`;
+    absent entries are 0, i.e. distance 1.
+
+    The nearest-neighbour chain again, on one dict of summed |r| per cluster: a merge adds the smaller
+    dict into the larger and tells the merged one's neighbours, so a step costs its clusters' degrees.
+    Clusters with nothing left in common (separate components) are joined last, at height 1.
+    """
+    s = sp.csr_matrix(s)
+    p = s.shape[0]
+    links: list[dict[int, float]] = [
+        {j: v for j, v in zip(s.indices[s.indptr[i]:s.indptr[i + 1]].tolist(), s.data[s.indptr[i]:s.indptr[i + 1]].tolist())
+         if j != i} for i in range(p)]
+    size = [1] * p
+    alive = [True] * p
+    raw: list[tuple[int, int, float, int]] = []
+    chain: list[int] = []
+    start = 0
+    while True:
+        if not chain:
+            while start < p and not (alive[start] and links[start]):
+                start += 1
+            if start == p:
+                break
+            chain.append(start)
+        a = chain[-1]
+        best, value = -1, -1.0
+        for c, total in links[a].items():  # the largest mean |r| (times size[a]), ties to the smaller index
+            v = total / size[c]
+            if v > value or (v == value and c < best):
+                best, value = c, v
+        if len(chain) > 1 and links[a][chain[-2]] / size[chain[-2]] >= value:
+            best = chain[-2]
+        if len(chain) == 1 or best != chain[-2]:
+            chain.append(best)
+            continue
+        chain.pop()
+        chain.pop()
+        keep, gone = (a, best) if len(links[a]) >= len(links[best]) else (best, a)
+        height = 1.0 - links[keep][gone] / (size[keep] * size[gone])
+        merged, other = links[keep], links[gone]
+        del merged[gone], other[keep]
+        for c, total in other.items():
+            merged[c] = merged.get(c, 0.0) + total
+            near = links[c]
+            near[keep] = near.get(keep, 0.0) + near.pop(gone)
+        links[gone] = {}
+        alive[gone] = False
+        size[keep] += size[gone]
+        raw.append((keep, gone, height, size[keep]))
+    rest = [i for i in range(p) if alive[i]]
+    for c in rest[1:]:
+        size[rest[0]] += size[c]
+        raw.append((rest[0], c, 1.0, size[rest[0]]))
+    return _relabel(np.array(raw, dtype=np.float64).reshape(-1, 4), p) if raw else np.empty((0, 4))
+
+
 def large_cluster_counts(z: np.ndarray, p: int, m: int) -> np.ndarray:
     """L(K) for K = p, p-1, ..., 1 (index p - K): clusters of size >= m after p - K merges."""
     size = np.ones(2 * p - 1, dtype=np.int64)
@@ -211,6 +286,15 @@ def cluster_distances(x: np.ndarray, labels: np.ndarray, block: int = 2048) -> n
     return 1.0 - total / np.outer(sizes, sizes)
 
 
+def sparse_cluster_distances(s: sp.spmatrix, labels: np.ndarray) -> np.ndarray:
+    """Average 1 - |r| between every two clusters (k x k) when only the entries of sparse `s` count."""
+    k = int(labels.max()) + 1
+    onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)), shape=(len(labels), k))
+    total = (onehot.T @ sp.csr_matrix(s) @ onehot).toarray()
+    sizes = np.bincount(labels, minlength=k).astype(np.float64)
+    return 1.0 - total / np.outer(sizes, sizes)
+
+
 def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int, cap: int = 0) -> np.ndarray:
     """Merge the closest pair with at least one small (< m) cluster until none is small; with `cap`,
     prefer pairs whose union stays within it (a small cluster with no such partner still merges).
@@ -246,15 +330,43 @@ def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int, cap: int = 0) -> np
     return final
 
 
-def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig()) -> list[np.ndarray]:
-    """PEF partition of the columns of `x`: a list of index arrays, each >= 5% of p (by default)."""
+class Linkage:
+    """The two things partition needs of a set of variables: its average-linkage tree, and the average
+    distance between clusters of it; from the dense matrix, or from the sparse neighbour graph."""
+
+    def __init__(self, x: np.ndarray, config: PartitionConfig, run: TaskRunner = serial, data: object = None):
+        self.x, self.block = x, config.block
+        self.s: sp.csr_matrix | None = None
+        if x.shape[1] > config.sparse_above:
+            self.s = similarity_graph(*nearest(standardize(x) if data is None else data, config.neighbours, run,
+                                               data))
+
+    def tree(self, idx: np.ndarray) -> np.ndarray:
+        if self.s is None:
+            return average_linkage(distance_matrix(self.x[:, idx], self.block))
+        return sparse_average_linkage(self.s[idx][:, idx])
+
+    def distances(self, idx: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        if self.s is None:
+            return cluster_distances(self.x[:, idx], labels, self.block)
+        return sparse_cluster_distances(self.s[idx][:, idx], labels)
+
+
+def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig(), run: TaskRunner = serial,
+              data: object = None) -> list[np.ndarray]:
+    """PEF partition of the columns of `x`: a list of index arrays, each >= 5% of p (by default).
+
+    Above `config.sparse_above` variables, `run` maps the neighbour search's row blocks (an executor's
+    `run`, with `data` the standardised float32 data scattered to its workers)."""
     p = x.shape[1]
     if p == 0:
         raise PsleError("cannot partition data with no variables")
     m = max(int(np.ceil(config.large_fraction * p)), config.min_large)
     if p < 2 * m or p < config.whole_below:
         return [np.arange(p)]
-    z = average_linkage(distance_matrix(x, config.block))
+    linkage = Linkage(x, config, run, data)
+    everything = np.arange(p)
+    z = linkage.tree(everything)
     counts = large_cluster_counts(z, p, m)  # counts[p - K] = L(K)
     ks = p - np.arange(p)
     best = counts.max()
@@ -262,29 +374,27 @@ def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig()) -> lis
     labels = cut(z, p, k_star)
     sizes = np.bincount(labels)
     if (sizes < m).any():
-        final = merge_small(cluster_distances(x, labels, config.block), sizes, m)
+        final = merge_small(linkage.distances(everything, labels), sizes, m)
         labels = final[labels]
     clusters = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
     if config.max_size:
-        clusters = [piece for idx in clusters for piece in split_large(x, idx, config.max_size, config)]
+        clusters = [piece for idx in clusters for piece in split_large(linkage, idx, config.max_size, config)]
     return clusters
 
 
-def split_large(x: np.ndarray, idx: np.ndarray, cap: int, config: PartitionConfig) -> list[np.ndarray]:
+def split_large(linkage: Linkage, idx: np.ndarray, cap: int, config: PartitionConfig) -> list[np.ndarray]:
     """`idx` as pieces of at most about `cap` variables: cut the cluster's own average-linkage tree at the
     fewest clusters whose largest fits the cap, then merge pieces under a quarter of the cap into their
     nearest neighbour while the union fits (so no piece is a handful of stragglers)."""
     n = len(idx)
     if n <= cap:
         return [idx]
-    sub = x[:, idx]
-    z = average_linkage(distance_matrix(sub, config.block))
+    z = linkage.tree(idx)
     largest = np.concatenate([[1], np.maximum.accumulate(z[:, 3])])  # biggest cluster after t merges
     k = n - int(np.flatnonzero(largest <= cap).max())
     labels = cut(z, n, k)
     sizes = np.bincount(labels)
     m = max(cap // 4, config.min_large)
     if (sizes < m).any():
-        labels = merge_small(cluster_distances(sub, labels, config.block), sizes, m, cap)[labels]
+        labels = merge_small(linkage.distances(idx, labels), sizes, m, cap)[labels]
     return [idx[labels == c] for c in range(int(labels.max()) + 1)]
-

@@ -28,7 +28,7 @@ from hpc.learners.bic import covariance
 from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, remaining, run_member
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
-from hpc.pef.fusion import FusionConfig, fuse, screen_block
+from hpc.pef.fusion import FusionConfig, fuse
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
@@ -53,20 +53,21 @@ class WallLimitHit(Exception):
 
 
 def screener(executor, deadline: float | None = None, memory: RunCheckpoint | None = None) -> Callable:
-    """Fusion's F1 screen on `executor`: the data and parent sets go to the workers once, then one task per cluster pair.
+    """Fusion's F1 screen on `executor`: the data and parent sets go to the workers once, then one task per block
+    (a cluster pair, or a block of variables and their candidates).
 
     With a checkpoint, cluster pairs screened by an earlier (killed) process under the same fusion
     settings are taken from it, and each newly screened pair is recorded there.
     """
 
-    def screen(z, blocks, parents, n, config):
+    def screen(data, fn, blocks, parents, n, config):
         known = {} if memory is None else memory.screened_under(canonical(asdict(config)))
         yield from (known[b] for b in sorted(known))
         todo = [b for b in range(len(blocks)) if b not in known]
-        zh, ph = executor.scatter(z), executor.scatter(parents)
-        tasks = [(zh, *blocks[b], ph, n, config) for b in todo]
+        handles, ph = [executor.scatter(d) for d in data], executor.scatter(parents)
+        tasks = [(*handles, *blocks[b], ph, n, config) for b in todo]
         try:
-            for t, result in executor.run(screen_block, tasks):
+            for t, result in executor.run(fn, tasks):
                 if memory is not None:
                     memory.put_screened(todo[t], result)
                 if deadline is not None and time.time() > deadline:
@@ -367,7 +368,9 @@ class PEF:
             if run.memory is not None and run.memory.clusters is not None:
                 clusters = run.memory.clusters
             else:
-                clusters = partition(x, self.partition)
+                sparse = x.shape[1] > self.partition.sparse_above
+                z = run.executor.scatter(standardize(x)) if sparse else None  # the neighbour search's blocks
+                clusters = partition(x, self.partition, run.executor.run, z)
                 if run.memory is not None:
                     run.memory.set_clusters(clusters)
         p = x.shape[1]

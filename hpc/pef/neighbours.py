@@ -1,0 +1,67 @@
+"""Each variable's most correlated others: the sparse view of the correlation matrix.
+
+Above some tens of thousands of variables a p x p matrix no longer fits in memory (40 GB of float32
+at 100,000), so partition and fusion work from each variable's k strongest |r| instead. They are
+computed block by block of rows (one block of |z_rows.T @ z| at a time, a pure function a dask
+worker can run), so memory grows with p * k plus one block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Entries of one block of |r| (rows x p float32): 256 MB.
+BLOCK_ENTRIES = 64_000_000
+
+#: Runs fn over tasks and yields (task index, result), in any order (an Executor's `run`).
+TaskRunner = Callable[[Callable, list[tuple]], Iterable[tuple[int, Any]]]
+
+
+def serial(fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
+    return ((t, fn(*args)) for t, args in enumerate(tasks))
+
+
+def row_blocks(p: int, entries: int = BLOCK_ENTRIES) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of rows whose |r| against all p variables fit in `entries`."""
+    step = max(1, entries // max(p, 1))
+    return [(lo, min(lo + step, p)) for lo in range(0, p, step)]
+
+
+def strongest(z: np.ndarray, lo: int, hi: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """For rows lo..hi-1: the k other variables with the largest |r| (int64, (hi-lo, k)) and those |r|
+    (float32), each row sorted strongest first (ties by index). `z` is standardised data (z.T @ z = R)."""
+    r = np.abs(z[:, lo:hi].T @ z)
+    r[np.arange(hi - lo), np.arange(lo, hi)] = -1.0  # never one's own neighbour
+    k = min(k, z.shape[1] - 1)
+    top = np.argpartition(-r, k - 1, axis=1)[:, :k] if k < z.shape[1] else np.argsort(-r, axis=1)[:, :k]
+    top.sort(axis=1)  # by index first, so the stable sort below breaks ties by index
+    strength = np.take_along_axis(r, top, axis=1)
+    order = np.argsort(-strength, axis=1, kind="stable")
+    return np.take_along_axis(top, order, axis=1).astype(np.int64), np.take_along_axis(strength, order, axis=1)
+
+
+def nearest(z: np.ndarray, k: int, run: TaskRunner = serial, data: Any = None,
+            entries: int = BLOCK_ENTRIES) -> tuple[np.ndarray, np.ndarray]:
+    """Every variable's k strongest neighbours and their |r|, (p, k) each; `run` maps the row blocks
+    (on dask workers, with `data` the scattered `z`)."""
+    p = z.shape[1]
+    k = min(k, p - 1)
+    index = np.empty((p, k), dtype=np.int64)
+    strength = np.empty((p, k), dtype=np.float32)
+    blocks = row_blocks(p, entries)
+    for b, (top, value) in run(strongest, [(z if data is None else data, lo, hi, k) for lo, hi in blocks]):
+        lo, hi = blocks[b]
+        index[lo:hi], strength[lo:hi] = top, value
+    return index, strength
+
+
+def similarity_graph(index: np.ndarray, strength: np.ndarray) -> sp.csr_matrix:
+    """Symmetric sparse |r| over the union of every variable's neighbours (i near j or j near i)."""
+    p, k = index.shape
+    rows = np.repeat(np.arange(p), k)
+    a = sp.csr_matrix((strength.ravel().astype(np.float64), (rows, index.ravel())), shape=(p, p))
+    return a.maximum(a.T).tocsr()
