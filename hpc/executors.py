@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,6 +65,10 @@ class Executor(Protocol):
         ...
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any: ...
+
+    def placements(self) -> dict[str, int]:
+        """Tasks per place since the last call (empty where places are not worth telling apart)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -123,6 +128,9 @@ class SerialExecutor:
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         return obj
 
+    def placements(self) -> dict[str, int]:
+        return {}
+
     def close(self) -> None:
         pass
 
@@ -164,6 +172,7 @@ class DaskExecutor(SerialExecutor):
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None
+        self.placed: dict[str, int] | None = None  # tasks per place, kept when workers live in SLURM jobs
 
     def task_threads(self, n_tasks: int) -> int:
         """With fewer tasks than worker slots, the idle slots' cores go to the running tasks' threads
@@ -180,11 +189,10 @@ class DaskExecutor(SerialExecutor):
 
         # Explicit priorities keep the caller's order: without them, tasks that read scattered data
         # start last-submitted-first after the first one (measured), so PEF's largest clusters ran last.
-        futures = {self.client.submit(fn, *args, pure=False, priority=len(tasks) - k): k
-                   for k, args in enumerate(tasks)}
+        futures = {self._submit(fn, args, priority=len(tasks) - k): k for k, args in enumerate(tasks)}
         try:
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                yield futures[future], self._result(future)
         finally:  # a caller that stops early (a wall limit, an error) leaves no tasks queued behind it
             # A caller interrupted between two results leaves this generator to the garbage collector,
             # which may close it after the client: then there is nothing left to cancel.
@@ -203,7 +211,7 @@ class DaskExecutor(SerialExecutor):
                 slots = max(1, sum(self.client.nthreads().values()))
                 while len(running) < slots and (task := draw()) is not None:
                     key, args = task
-                    running[self.client.submit(fn, *args, pure=False)] = key
+                    running[self._submit(fn, args)] = key
                 if not running:
                     return
                 try:
@@ -211,10 +219,27 @@ class DaskExecutor(SerialExecutor):
                 except TimeoutError:
                     continue
                 for future in [f for f in running if f in done]:
-                    yield running.pop(future), future.result()
+                    yield running.pop(future), self._result(future)
         finally:  # as in `run`: a caller that stops early leaves nothing running behind it
             if running and self.client.status == "running":
                 self.client.cancel(list(running))
+
+    def _submit(self, fn: Callable, args: tuple, **options: Any) -> Any:
+        if self.placed is None:
+            return self.client.submit(fn, *args, pure=False, **options)
+        return self.client.submit(located, fn, *args, pure=False, **options)
+
+    def _result(self, future: Any) -> Any:
+        if self.placed is None:
+            return future.result()
+        where, result = future.result()
+        self.placed[where] = self.placed.get(where, 0) + 1
+        return result
+
+    def placements(self) -> dict[str, int]:
+        """Tasks per place (SLURM job and host) since the last call, when this executor keeps count."""
+        placed, self.placed = self.placed or {}, None if self.placed is None else {}
+        return placed
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand.
@@ -251,10 +276,39 @@ def announce_dashboard(executor: SerialExecutor) -> None:
     print(f"psle: dask dashboard at {link}", file=sys.stderr)
 
 
-class SlurmDaskExecutor(DaskExecutor):
-    """A dask-jobqueue SLURMCluster: each dask worker is a SLURM job of its own (several nodes)."""
+def located(fn: Callable, *args: Any) -> tuple[str, Any]:
+    """fn(*args), and where it ran: the worker's SLURM job and host."""
+    job = os.environ.get("SLURM_JOB_ID")
+    return (f"SLURM job {job} on {socket.gethostname()}" if job else socket.gethostname()), fn(*args)
 
-    def __init__(self, workers: int, worker_job: Any, container: str | None = None):
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """One dask worker job's request: `cores` worker processes (one thread each) sharing `memory`."""
+
+    cores: int = 2
+    memory: str = "8GB"
+    walltime: str = "04:00:00"
+    queue: str | None = None
+    extra: tuple[str, ...] = ()  # further #SBATCH directives (e.g. --oversubscribe, --account=...)
+
+    @classmethod
+    def of(cls, cfg: Any) -> WorkerJob:
+        """From an experiment's `executor.worker_job` mapping."""
+        return cls(int(cfg.get("cores", 2)), str(cfg.get("memory", "8GB")), str(cfg.get("walltime", "04:00:00")),
+                   cfg.get("queue"), tuple(cfg.get("extra") or ()))
+
+
+#: Seconds a worker job waits for its scheduler: one whose scheduler went away (a preempted driver job) exits.
+DEATH_TIMEOUT = 120
+
+
+class SlurmDaskExecutor(DaskExecutor):
+    """A dask-jobqueue SLURMCluster: `workers` SLURM jobs (on any nodes), each `worker_job.cores` dask
+    workers. A worker job that is requeued (preemption) comes back as the same worker; its tasks meanwhile
+    run elsewhere, since dask reruns the tasks of a worker it lost. Counts where each task ran."""
+
+    def __init__(self, workers: int, worker_job: WorkerJob, container: str | None = None):
         from dask.distributed import Client
         from dask_jobqueue import SLURMCluster
 
@@ -263,13 +317,15 @@ class SlurmDaskExecutor(DaskExecutor):
         prologue = ["export PYTHONHASHSEED=0"]
         python = image_python(container) if container else None
         self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
-                                     walltime=worker_job.walltime, queue=worker_job.get("queue"),
-                                     job_script_prologue=prologue, python=python,
+                                     walltime=worker_job.walltime, queue=worker_job.queue,
+                                     job_extra_directives=["--requeue", *worker_job.extra],
+                                     job_script_prologue=prologue, python=python, death_timeout=DEATH_TIMEOUT,
                                      scheduler_options={"dashboard_address": None})
         self._cluster.scale(jobs=workers)
         self.client = Client(self._cluster)
         self.client.wait_for_workers(1, timeout=600)
         self.dashboard = None
+        self.placed = {}
 
 
 EXECUTOR_KINDS = ("local", "serial", "slurm_dask")
@@ -288,7 +344,8 @@ def make_executor(kind: str = "local", scheduler: str | None = None, workers: in
     if kind == "serial":
         return SerialExecutor()
     if kind == "slurm_dask":
-        return SlurmDaskExecutor(workers or 1, worker_job, container)
+        return SlurmDaskExecutor(workers or 1, worker_job if isinstance(worker_job, WorkerJob) else
+                                 WorkerJob.of(worker_job or {}), container)
     return DaskExecutor(scheduler, workers or allocated_cpus())
 
 

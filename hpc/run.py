@@ -104,7 +104,7 @@ def graph_meta(estimator: Any, method: str, seconds: float, **context: Any) -> d
 def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limit: float | None = None,
                wall_limit: float | None = None, checkpoint: str | Path | None = None, parallel: bool = True,
                scheduler: str | None = None, workers: int | None = None, label: str | None = None,
-               knowledge: str | Path | None = None) -> Any:
+               knowledge: str | Path | None = None, nodes: int | None = None, worker_job: Any = None) -> Any:
     """`psle learn`'s whole run, here or as a SLURM job: read and check the data (and the `knowledge`
     file against it), fit on a fresh executor, write the graph with its meta; a run without a complete
     answer writes nothing."""
@@ -132,7 +132,11 @@ def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limi
     print(f"psle: {label} on {data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
     start = time.perf_counter()
     kind = "local" if parallel and not isinstance(learner, Member) else "serial"
-    with make_executor(kind, scheduler, workers) as executor:
+    if nodes:
+        kind, workers = "slurm_dask", nodes
+        print(f"psle: starting {nodes} SLURM worker job{'s' * (nodes != 1)} ({worker_job.cores} cores, "
+              f"{worker_job.memory} each)", file=sys.stderr)
+    with make_executor(kind, scheduler, workers, worker_job) as executor:
         announce_dashboard(executor)
         learner.executor = executor
         learner.fit(x, variables)

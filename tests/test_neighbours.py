@@ -40,11 +40,11 @@ def test_row_blocks_cover_every_row_once_within_the_budget():
 def test_sparse_linkage_with_every_neighbour_is_average_linkage():
     x = correlated(120)
     dense = average_linkage(distance_matrix(x))
-    sparse = sparse_average_linkage(similarity_graph(*nearest(standardize(x), 119)))
+    sparse = sparse_average_linkage(similarity_graph(*nearest(standardize(x), 120, 119)))
     assert np.array_equal(dense[:, [0, 1, 3]], sparse[:, [0, 1, 3]])
     assert np.allclose(dense[:, 2], sparse[:, 2], atol=1e-6)
     labels = cut(dense, 120, 7)
-    a, b = cluster_distances(x, labels), sparse_cluster_distances(similarity_graph(*nearest(standardize(x), 119)),
+    a, b = cluster_distances(x, labels), sparse_cluster_distances(similarity_graph(*nearest(standardize(x), 120, 119)),
                                                                   labels)
     off = ~np.eye(7, dtype=bool)
     assert np.allclose(a[off], b[off], atol=1e-6)

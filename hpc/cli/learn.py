@@ -122,11 +122,31 @@ def run(args: argparse.Namespace) -> None:
     if args.bootstrap:
         run_bootstrap(args, spec, label)
         return
+    worker_job = worker_jobs_of(args, spec)
     if args.slurm:
-        submit(args, spec, label)
+        submit(args, spec, label, worker_job)
         return
     learn_file(args.data, args.output, spec, args.time_limit, args.wall_limit, args.checkpoint, not args.serial,
-               args.scheduler, args.workers, label, args.knowledge)
+               args.scheduler, args.workers, label, args.knowledge, args.nodes, worker_job)
+
+
+def worker_jobs_of(args: argparse.Namespace, spec):
+    """With --nodes: the worker jobs' request, sized from the data and checked against the partition (and the
+    submitted run's own memory against --mem-gb), before anything is submitted."""
+    if args.nodes is None:
+        return None
+    from hpc.launch.workers import data_shape, driver_gb, worker_jobs
+
+    if not spec.pef and spec.name != "sle":
+        raise PsleError(f"--nodes spreads PEF's and the ensemble's tasks over SLURM jobs; --method {spec.name} runs "
+                        "in one process")
+    if args.serial or args.scheduler or args.workers:
+        raise PsleError("--nodes starts its own dask workers as SLURM jobs: drop --serial, --scheduler and --workers")
+    if args.slurm and args.mem_gb < (need := driver_gb(*data_shape(args.data))):
+        raise PsleError(f"--mem-gb {args.mem_gb:g}: the submitted run itself (dask's scheduler and the steps between "
+                        f"tasks) needs about {need} GB for {args.data}; raise --mem-gb")
+    return worker_jobs(args.data, args.worker_cpus, args.worker_mem_gb, args.partition, args.time_min,
+                       args.worker_sbatch)
 
 
 def run_bootstrap(args: argparse.Namespace, spec, label: str) -> None:
@@ -157,13 +177,13 @@ def run_bootstrap(args: argparse.Namespace, spec, label: str) -> None:
                    args.scheduler, args.workers, label)
 
 
-def submit(args: argparse.Namespace, spec, label: str) -> None:
+def submit(args: argparse.Namespace, spec, label: str, worker_job=None) -> None:
     from hpc.launch.slurm import submit_learn
 
     paths = [str(Path(p).resolve()) if p else None for p in (args.data, args.output, args.checkpoint)]
     folder = Path(paths[1]).parent / ".submitit"
     job = submit_learn(spec, *paths, args.time_limit, args.wall_limit, args.workers, label, folder, args.partition,
-                       args.time_min, args.mem_gb, args.cpus, args.requeues, args.container)
+                       args.time_min, args.mem_gb, args.cpus, args.requeues, args.container, args.nodes, worker_job)
     print(f"psle: submitted SLURM job {job.job_id} (logs in {folder})"
           + (f"; preemption-safe: it resumes {args.checkpoint}" if args.checkpoint else ""), file=sys.stderr)
     if args.wait:
@@ -243,4 +263,14 @@ def add(sub) -> None:
     learn.add_argument("-o", "--output", required=True,
                        help="graph file to write (.json with the run's account, .csv, Tetrad .txt, .graphml or .dot)")
     slurm_options(learn, "the run", 240)
+    nodes = learn.add_argument_group("several nodes (dask workers as SLURM jobs, dask-jobqueue)")
+    nodes.add_argument("--nodes", type=whole(1), default=None, metavar="N",
+                       help="run the tasks (neighbour blocks, member runs, fusion and repair blocks) on N SLURM worker "
+                            "jobs; the dask scheduler runs here, or with --slurm in the submitted job. A requeued "
+                            "worker job rejoins; with --checkpoint a requeued run resumes")
+    nodes.add_argument("--worker-cpus", type=whole(1), default=2, help="cores per worker job (one dask worker each)")
+    nodes.add_argument("--worker-mem-gb", type=positive, default=None,
+                       help="memory per worker job (default: from the data's size and the cores)")
+    nodes.add_argument("--worker-sbatch", action="append", default=[], metavar="DIRECTIVE",
+                       help="an extra #SBATCH directive for each worker job, e.g. --worker-sbatch=--account=proj")
     learn.set_defaults(func=run)

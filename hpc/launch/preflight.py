@@ -62,9 +62,13 @@ def _minutes(text: str) -> float:
     return (int(days or 0) * 24 + hours) * 60 + minutes + seconds / 60
 
 
-def check_resources(params: Any) -> None:
+def check_resources(params: Any, names: dict[str, str] | None = None) -> None:
     """Refuse, before anything is submitted, a request no node of the partition can ever run: SLURM
-    would accept it and leave it pending for good ("PartitionConfig"/"Resources") without a word."""
+    would accept it and leave it pending for good ("PartitionConfig"/"Resources") without a word.
+    `names` says how the message names each setting (default: hydra.launcher.<key>)."""
+    def named(key: str) -> str:
+        return (names or {}).get(key, f"hydra.launcher.{key}")
+
     partition = params.get("partition")
     command = ["sinfo", "-h", "-o", "%P|%c|%m|%l", *(["-p", str(partition)] if partition else [])]
     listed = subprocess.run(command, capture_output=True, text=True)
@@ -79,14 +83,14 @@ def check_resources(params: Any) -> None:
     limit = max(_minutes(r[3]) for r in rows)
     per_node = int(params.get("cpus_per_task") or 1) * int(params.get("tasks_per_node") or 1)
     if per_node > cpus:
-        raise PsleError(f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')}: partition {name}'s largest "
+        raise PsleError(f"{named('cpus_per_task')}={params.get('cpus_per_task')}: partition {name}'s largest "
                         f"node has {cpus} CPUs; ask for at most {cpus // int(params.get('tasks_per_node') or 1)}")
     mem = params.get("mem_gb")
     if mem is not None and float(mem) * 1024 > memory_mb:
-        raise PsleError(f"hydra.launcher.mem_gb={mem}: partition {name}'s largest node has {memory_mb / 1024:.1f} GB")
+        raise PsleError(f"{named('mem_gb')}={mem}: partition {name}'s largest node has {memory_mb / 1024:.1f} GB")
     timeout = params.get("timeout_min")
     if timeout is not None and int(timeout) > limit:
-        raise PsleError(f"hydra.launcher.timeout_min={timeout}: partition {name} allows at most {limit:.0f} minutes")
+        raise PsleError(f"{named('timeout_min')}={timeout}: partition {name} allows at most {limit:.0f} minutes")
 
 
 def _whole(value: Any, name: str, least: int) -> None:

@@ -44,16 +44,15 @@ def strongest(z: np.ndarray, lo: int, hi: int, k: int) -> tuple[np.ndarray, np.n
     return np.take_along_axis(top, order, axis=1).astype(np.int64), np.take_along_axis(strength, order, axis=1)
 
 
-def nearest(z: np.ndarray, k: int, run: TaskRunner = serial, data: Any = None,
+def nearest(z: Any, p: int, k: int, run: TaskRunner = serial,
             entries: int = BLOCK_ENTRIES) -> tuple[np.ndarray, np.ndarray]:
-    """Every variable's k strongest neighbours and their |r|, (p, k) each; `run` maps the row blocks
-    (on dask workers, with `data` the scattered `z`)."""
-    p = z.shape[1]
+    """Every variable's k strongest neighbours and their |r|, (p, k) each, for standardised data `z` of p
+    variables (or a handle to it on dask workers); `run` maps the row blocks."""
     k = min(k, p - 1)
     index = np.empty((p, k), dtype=np.int64)
     strength = np.empty((p, k), dtype=np.float32)
     blocks = row_blocks(p, entries)
-    for b, (top, value) in run(strongest, [(z if data is None else data, lo, hi, k) for lo, hi in blocks]):
+    for b, (top, value) in run(strongest, [(z, lo, hi, k) for lo, hi in blocks]):
         lo, hi = blocks[b]
         index[lo:hi], strength[lo:hi] = top, value
     return index, strength

@@ -338,8 +338,8 @@ class Linkage:
         self.x, self.block = x, config.block
         self.s: sp.csr_matrix | None = None
         if x.shape[1] > config.sparse_above:
-            self.s = similarity_graph(*nearest(standardize(x) if data is None else data, config.neighbours, run,
-                                               data))
+            self.s = similarity_graph(*nearest(standardize(x) if data is None else data, x.shape[1],
+                                               config.neighbours, run))
 
     def tree(self, idx: np.ndarray) -> np.ndarray:
         if self.s is None:

@@ -149,18 +149,26 @@ class FitRun:
     deadline: float | None
     memory: RunCheckpoint | None
     seconds: dict[str, float] = field(default_factory=dict)
+    places: dict[str, dict[str, int]] = field(default_factory=dict)  # step -> tasks per place (SLURM worker jobs)
 
     def expired(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
-        """Adds the block's seconds to `step`'s."""
+        """Adds the block's seconds to `step`'s; says where its tasks ran when the executor tells places apart."""
         start = time.perf_counter()
         try:
             yield
         finally:
             self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+            where = self.executor.placements()
+            if where:
+                mine = self.places.setdefault(step, {})
+                for place, count in where.items():
+                    mine[place] = mine.get(place, 0) + count
+                self.show.note(f"{step}: " + ", ".join(f"{count} task{'s' * (count != 1)} in {place}"
+                                                       for place, count in sorted(where.items())))
 
 
 class Estimation:
@@ -360,6 +368,7 @@ class PEF:
             self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
         self.seconds_ = {k: run.seconds.get(k, 0.0) for k in STEPS if k in run.seconds or k != "selection"}
         self.seconds_["total"] = sum(self.seconds_.values())
+        self.placements_ = run.places
         return self
 
     def _partition_step(self, x: np.ndarray, run: FitRun) -> list[np.ndarray]:
@@ -489,6 +498,7 @@ class PEF:
                                                       self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
             "repair": self.repair_,
+            **({"placements": self.placements_} if self.placements_ else {}),  # step -> tasks per SLURM worker job
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},
         }

@@ -181,7 +181,7 @@ SlurmdDebug=info
 SlurmctldPort=6817
 SlurmdPort=6818
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS $TOPO RealMemory=$MEM State=UNKNOWN
-PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 )
 dbd_conf=$(cat <<EOF
