@@ -309,6 +309,7 @@ class SlurmDaskExecutor(DaskExecutor):
     run elsewhere, since dask reruns the tasks of a worker it lost. Counts where each task ran."""
 
     def __init__(self, workers: int, worker_job: WorkerJob, container: str | None = None):
+        import dask
         from dask.distributed import Client
         from dask_jobqueue import SLURMCluster
 
@@ -316,6 +317,9 @@ class SlurmDaskExecutor(DaskExecutor):
 
         prologue = ["export PYTHONHASHSEED=0"]
         python = image_python(container) if container else None
+        # The scheduler runs in this process. Its active memory manager would drop the copies `scatter` makes
+        # (keeping one per key), and a requeued worker job could then take the only one with it.
+        dask.config.set({"distributed.scheduler.active-memory-manager.start": False})
         self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
                                      walltime=worker_job.walltime, queue=worker_job.queue,
                                      job_extra_directives=["--requeue", *worker_job.extra],
@@ -326,6 +330,11 @@ class SlurmDaskExecutor(DaskExecutor):
         self.client.wait_for_workers(1, timeout=600)
         self.dashboard = None
         self.placed = {}
+
+    def scatter(self, obj: Any, broadcast: bool = True) -> Any:
+        """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and
+        every task that reads it fails; with copies, dask reruns the lost worker's tasks on the others."""
+        return super().scatter(obj, broadcast=True)
 
 
 EXECUTOR_KINDS = ("local", "serial", "slurm_dask")

@@ -240,27 +240,75 @@ def test_preempted_training_resumes_to_the_same_sle(tmp_path, reference_sle, pre
         assert f["evaluations/runs"][()].max() == 1
 
 
-@pytest.mark.slow
-def test_slurm_dask_executor_runs_pef_in_slurm_worker_jobs(tmp_path, monkeypatch):
-    """executor=slurm_dask: PEF's cluster tasks run in dask workers that are SLURM jobs of their own."""
-    monkeypatch.chdir(tmp_path)  # the worker jobs' slurm-*.out logs land in the working directory
-    from omegaconf import OmegaConf
+def worker_jobs(executor) -> dict[str, str]:
+    """Worker address -> the SLURM job it lives in."""
+    return executor.client.run(lambda: os.environ.get("SLURM_JOB_ID"))
 
+
+@pytest.mark.slow
+def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run(tmp_path, monkeypatch):
+    """executor=slurm_dask / psle learn --nodes: PEF's tasks (neighbour blocks, member runs, fusion and repair
+    blocks) run in three dask workers that are SLURM jobs; one of them is requeued (as preemption does) after the
+    first member run returns, while the others run. Dask reruns its tasks elsewhere, the job comes back as a worker,
+    and the graph is the local run's."""
+    monkeypatch.chdir(tmp_path)  # the worker jobs' slurm-*.out logs land in the working directory
     from hpc.data.generate import benchmark_problem
-    from hpc.executors import executor_from_config
+    from hpc.executors import SlurmDaskExecutor, WorkerJob
+    from hpc.pef.fusion import FusionConfig
+    from hpc.pef.partition import PartitionConfig
     from hpc.pef.pipeline import PEF
 
-    cfg = OmegaConf.create({"kind": "slurm_dask", "workers": 1, "container": None,
-                            "worker_job": {"cores": 1, "memory": "2GB", "walltime": "00:20:00", "queue": "debug"}})
-    problem = benchmark_problem(40, 0, 1000, network="child")
+    problem = benchmark_problem(400, 0, 1000, network="alarm")
+    # The sparse paths on 400 variables, so that partition and fusion also run as worker tasks.
+    settings = {"partition": PartitionConfig(whole_below=0, sparse_above=0), "fusion": FusionConfig(candidates_above=0)}
     before = sacct_jobs()
-    with executor_from_config(cfg) as executor:
-        hosts = executor.client.run(lambda: os.environ.get("SLURM_JOB_ID"))
-        fitted = PEF([{"method": "fges"}], executor=executor, progress=False).fit(problem.data, problem.variables)
-    assert len(hosts) == 1 and all(job_id for job_id in hosts.values()), hosts  # the worker lives in a SLURM job
-    assert {str(j) for j in hosts.values()} <= jobs_since(before)
-    local = PEF([{"method": "fges"}], progress=False).fit(problem.data, problem.variables)
+    requeued: dict[str, object] = {}
+    # --oversubscribe: three 1-core worker jobs share this machine's 2 cores (on a cluster each has its node).
+    with SlurmDaskExecutor(3, WorkerJob(cores=1, memory="3GB", walltime="00:20:00", extra=("--oversubscribe",))) as ex:
+        ex.client.wait_for_workers(3, timeout=300)
+        jobs = worker_jobs(ex)
+        assert len(set(jobs.values())) == 3 and set(jobs.values()) <= jobs_since(before, 3)
+        drawn = ex.run_drawn
+
+        def requeue_one_after_the_first_result(fn, draw):
+            for key, result in drawn(fn, draw):
+                if not requeued:
+                    busy = [a for a, tasks in ex.client.processing().items() if tasks] or list(jobs)
+                    requeued.update(job=jobs[busy[0]], address=busy[0], busy=len(busy))
+                    subprocess.run(["scontrol", "requeue", str(requeued["job"])], check=True)
+                    deadline = time.monotonic() + 120
+                    while busy[0] in ex.client.scheduler_info()["workers"]:
+                        assert time.monotonic() < deadline, "the requeued worker job's worker never left"
+                        time.sleep(0.2)
+                yield key, result
+
+        ex.run_drawn = requeue_one_after_the_first_result
+        fitted = PEF([{"method": "fges"}], executor=ex, progress=False, **settings).fit(problem.data, problem.variables)
+        ex.client.wait_for_workers(3, timeout=300)  # the requeued job started again and its worker rejoined
+        assert requeued["job"] in set(worker_jobs(ex).values())
+    assert requeued["busy"] >= 1
+    places = {place for step in fitted.placements_.values() for place in step}
+    assert len({p.split()[2] for p in places}) >= 2 and {p.split()[2] for p in places} <= set(jobs.values())
+    assert set(fitted.placements_) == {"partition", "estimation", "fusion", "repair"}
+    local = PEF([{"method": "fges"}], progress=False, **settings).fit(problem.data, problem.variables)
     assert fitted.graph_ == local.graph_
+
+
+def test_psle_learn_nodes_refuses_worker_jobs_no_node_can_run_before_submitting(tmp_path):
+    problem = tmp_path / "a.h5"
+    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "asia", "--nodes", "40", "--seed", "0", "-o",
+                           str(problem)], capture_output=True).returncode == 0
+    before = sacct_jobs()
+    for flags, message in ((["--worker-cpus", "64"], "--cpus=64: partition debug's largest node has"),
+                           (["--worker-mem-gb", "4096"], "--mem-gb (each worker job's GB)=4096"),
+                           (["--method", "fges"], "--method fges runs in one process")):
+        run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "-o", str(tmp_path / "g.json"), "--nodes", "3",
+                              *flags], capture_output=True, text=True, timeout=120)
+        assert run.returncode != 0 and message in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert not (tmp_path / "g.json").exists()
+    time.sleep(3)
+    assert jobs_since(before, 1, timeout=0) == set()
 
 
 @pytest.mark.slow
