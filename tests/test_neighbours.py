@@ -117,3 +117,13 @@ def test_fusion_on_candidates_finds_the_missing_cross_edges(fused_alarm):
     assert stats.pairs_screened == stats.pairs_tested < problem.p * 20
     skeleton = {frozenset(e) for e in added}
     assert len(skeleton & {frozenset(e) for e in cross}) >= 0.6 * len(cross)
+
+
+def test_candidate_screening_reuses_the_partitions_neighbours(fused_alarm):
+    problem, clusters, union, z = fused_alarm
+    parents = ParentSets.of(union)
+    config = FusionConfig(candidates_above=0, candidates=8)
+    near, _ = nearest(standardize(problem.data), problem.p, 12)
+    found = f1_candidates(z, problem.n, clusters, parents, config, screen_serial, FusionStats(), None)
+    reused = f1_candidates(z, problem.n, clusters, parents, config, screen_serial, FusionStats(), None, near)
+    assert len(found) > 10 and np.array_equal(found, reused)

@@ -214,12 +214,17 @@ def screen_pairs(z: np.ndarray, pairs: np.ndarray, parents: ParentSets, n: int,
 
 def screen_neighbours(z: np.ndarray, z32: np.ndarray, lo: int, hi: int, labels: np.ndarray, parents: ParentSets,
                       n: int, config: FusionConfig) -> tuple[np.ndarray, np.ndarray, int]:
-    """F1 for rows lo..hi-1: their `candidates` most correlated others in other clusters (`labels`), as
-    pairs (i < j), tested given pa(i) ∪ pa(j); like screen_block, (pairs found, p-values, pairs tested).
-    `z32` is `z` in float32, for the |r| of the rows against all variables."""
-    top, _ = strongest(z32, lo, hi, config.candidates)
-    rows = np.repeat(np.arange(lo, hi), top.shape[1])
-    cols = top.ravel()
+    """F1 for rows lo..hi-1 and their `candidates` most correlated others (found here from `z32`, the data in
+    float32), as screen_near."""
+    return screen_near(z, lo, strongest(z32, lo, hi, config.candidates)[0], labels, parents, n, config)
+
+
+def screen_near(z: np.ndarray, lo: int, near: np.ndarray, labels: np.ndarray, parents: ParentSets, n: int,
+                config: FusionConfig) -> tuple[np.ndarray, np.ndarray, int]:
+    """F1 for rows lo..lo+len(near)-1 and their neighbours `near` in other clusters (`labels`), as pairs
+    (i < j) tested given pa(i) ∪ pa(j); like screen_block, (pairs found, p-values, pairs tested)."""
+    rows = np.repeat(np.arange(lo, lo + len(near)), near.shape[1])
+    cols = near.ravel()
     cross = labels[rows] != labels[cols]
     a, b = np.minimum(rows[cross], cols[cross]), np.maximum(rows[cross], cols[cross])
     p = len(labels)
@@ -256,16 +261,17 @@ def screen_serial(data: tuple[np.ndarray, ...], fn: Callable, blocks: Blocks, pa
 
 def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config: FusionConfig = FusionConfig(),
          screen: Screener = screen_serial, progress: Callable[[str, int, int], None] | None = None,
-         ) -> tuple[PDAG, FusionStats]:
+         near: np.ndarray | None = None) -> tuple[PDAG, FusionStats]:
     """Fuse the union of cluster DAGs (`union`, directed) into one DAG over all variables: F1 screens every
     cross-cluster pair, F2 tests the survivors given both ends' parents, F3 adds those that pay their BIC.
 
-    `screen` runs F1 over the cluster-pair blocks, in any order (serially, or on dask).
+    `screen` runs F1 over the blocks, in any order (serially, or on dask); `near` are the neighbours the
+    partition found (see f1_candidates).
     """
     stats = FusionStats()
     parents = ParentSets.of(union)
     start = time.perf_counter()
-    cand = f1_candidates(z, n, clusters, parents, config, screen, stats, progress)
+    cand = f1_candidates(z, n, clusters, parents, config, screen, stats, progress, near)
     stats.seconds["f1"] = time.perf_counter() - start
     start = time.perf_counter()
     accepted = f2_accepted(z, n, cand, parents, config.alpha2 if config.alpha2 is not None else 1.0 / union.p**2)
@@ -282,15 +288,23 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
 
 
 def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: ParentSets, config: FusionConfig,
-                  screen: Screener, stats: FusionStats, progress: Callable[[str, int, int], None] | None) -> np.ndarray:
-    """F1: the cross-cluster pairs `screen` keeps, most significant first (ties by pair)."""
+                  screen: Screener, stats: FusionStats, progress: Callable[[str, int, int], None] | None,
+                  near: np.ndarray | None = None) -> np.ndarray:
+    """F1: the cross-cluster pairs `screen` keeps, most significant first (ties by pair). Above
+    `candidates_above` variables only pairs among each variable's strongest neighbours: `near` (p, k >=
+    candidates, strongest first) when the partition found them, else found block by block here."""
     p = len(parents.ptr) - 1
     if p > config.candidates_above:
         labels = np.empty(p, dtype=np.int64)
         for c, idx in enumerate(clusters):
             labels[idx] = c
-        fn, blocks, what = screen_neighbours, [(lo, hi, labels) for lo, hi in row_blocks(p)], "blocks of variables"
-        data: tuple[np.ndarray, ...] = (z, z.astype(np.float32))
+        what = "blocks of variables"
+        if near is not None and near.shape[1] >= config.candidates:
+            fn, data = screen_near, (z,)
+            blocks = [(lo, near[lo:hi, :config.candidates], labels) for lo, hi in row_blocks(p)]
+        else:
+            fn, data = screen_neighbours, (z, z.astype(np.float32))
+            blocks = [(lo, hi, labels) for lo, hi in row_blocks(p)]
     else:
         pairs = [(a, b) for a in range(len(clusters)) for b in range(a + 1, len(clusters))]
         stats.pairs_screened = sum(len(clusters[a]) * len(clusters[b]) for a, b in pairs)
@@ -304,7 +318,7 @@ def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: Pa
         if progress:
             progress(f"fusion F1 ({what})", done, len(blocks))
     cand, cand_p = np.concatenate(found), np.concatenate(pvals)
-    if fn is screen_neighbours:  # a pair near both its ends was tested from both rows' blocks
+    if fn is not screen_block:  # a pair near both its ends was tested from both rows' blocks
         stats.pairs_screened = stats.pairs_tested
         _, first = np.unique(cand[:, 0] * p + cand[:, 1], return_index=True)
         cand, cand_p = cand[first], cand_p[first]

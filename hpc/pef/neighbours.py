@@ -19,6 +19,8 @@ BLOCK_ENTRIES = 64_000_000
 
 #: Runs fn over tasks and yields (task index, result), in any order (an Executor's `run`).
 TaskRunner = Callable[[Callable, list[tuple]], Iterable[tuple[int, Any]]]
+#: Every variable's neighbours, strongest first, and their |r|: (p, k) int64 and float32.
+Near = tuple[np.ndarray, np.ndarray]
 
 
 def serial(fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
@@ -45,7 +47,7 @@ def strongest(z: np.ndarray, lo: int, hi: int, k: int) -> tuple[np.ndarray, np.n
 
 
 def nearest(z: Any, p: int, k: int, run: TaskRunner = serial,
-            entries: int = BLOCK_ENTRIES) -> tuple[np.ndarray, np.ndarray]:
+            entries: int = BLOCK_ENTRIES) -> Near:
     """Every variable's k strongest neighbours and their |r|, (p, k) each, for standardised data `z` of p
     variables (or a handle to it on dask workers); `run` maps the row blocks."""
     k = min(k, p - 1)

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from hpc.checks import check_number
 from hpc.errors import PsleError
-from hpc.pef.neighbours import TaskRunner, nearest, serial, similarity_graph
+from hpc.pef.neighbours import Near, nearest, similarity_graph
 
 
 #: Default of PartitionConfig.whole_below.
@@ -334,12 +334,11 @@ class Linkage:
     """The two things partition needs of a set of variables: its average-linkage tree, and the average
     distance between clusters of it; from the dense matrix, or from the sparse neighbour graph."""
 
-    def __init__(self, x: np.ndarray, config: PartitionConfig, run: TaskRunner = serial, data: object = None):
+    def __init__(self, x: np.ndarray, config: PartitionConfig, near: Near | None = None):
         self.x, self.block = x, config.block
         self.s: sp.csr_matrix | None = None
         if x.shape[1] > config.sparse_above:
-            self.s = similarity_graph(*nearest(standardize(x) if data is None else data, x.shape[1],
-                                               config.neighbours, run))
+            self.s = similarity_graph(*(near or nearest(standardize(x), x.shape[1], config.neighbours)))
 
     def tree(self, idx: np.ndarray) -> np.ndarray:
         if self.s is None:
@@ -352,19 +351,19 @@ class Linkage:
         return sparse_cluster_distances(self.s[idx][:, idx], labels)
 
 
-def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig(), run: TaskRunner = serial,
-              data: object = None) -> list[np.ndarray]:
+def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig(), near: Near | None = None) -> list[np.ndarray]:
     """PEF partition of the columns of `x`: a list of index arrays, each >= 5% of p (by default).
 
-    Above `config.sparse_above` variables, `run` maps the neighbour search's row blocks (an executor's
-    `run`, with `data` the standardised float32 data scattered to its workers)."""
+    Above `config.sparse_above` variables it needs every variable's `config.neighbours` strongest
+    neighbours: `near` when the caller found them (hpc.pef.neighbours.nearest, on its workers), else
+    found here."""
     p = x.shape[1]
     if p == 0:
         raise PsleError("cannot partition data with no variables")
     m = max(int(np.ceil(config.large_fraction * p)), config.min_large)
     if p < 2 * m or p < config.whole_below:
         return [np.arange(p)]
-    linkage = Linkage(x, config, run, data)
+    linkage = Linkage(x, config, near)
     everything = np.arange(p)
     z = linkage.tree(everything)
     counts = large_cluster_counts(z, p, m)  # counts[p - K] = L(K)

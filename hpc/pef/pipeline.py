@@ -31,6 +31,7 @@ from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
+from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
@@ -346,6 +347,7 @@ class PEF:
                      None if self.wall_limit is None else time.time() + self.wall_limit,
                      None if self.checkpoint is None else RunCheckpoint(self.checkpoint,
                                                                         self._memory_settings(x, variables)))
+        self._near: Near | None = None  # neighbours the partition found, which fusion's screening reuses
         clusters = self._partition_step(x, run)
         searched, jobs, plans = self._plan_step(x, clusters, run)
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
@@ -377,9 +379,10 @@ class PEF:
             if run.memory is not None and run.memory.clusters is not None:
                 clusters = run.memory.clusters
             else:
-                sparse = x.shape[1] > self.partition.sparse_above
-                z = run.executor.scatter(standardize(x)) if sparse else None  # the neighbour search's blocks
-                clusters = partition(x, self.partition, run.executor.run, z)
+                if x.shape[1] > self.partition.sparse_above:  # the neighbour search's blocks on the workers
+                    self._near = nearest(run.executor.scatter(standardize(x)), x.shape[1], self.partition.neighbours,
+                                         run.executor.run)
+                clusters = partition(x, self.partition, self._near)
                 if run.memory is not None:
                     run.memory.set_clusters(clusters)
         p = x.shape[1]
@@ -468,7 +471,8 @@ class PEF:
             if run.memory is not None and run.memory.screened_under(canonical(asdict(self.fusion))):
                 run.show.note(f"resuming fusion: {len(run.memory.screened)} cluster pairs already screened")
             dag, stats = fuse(z, run.n, union, clusters, self.fusion,
-                              screen=screener(run.executor, run.deadline, run.memory), progress=run.show)
+                              screen=screener(run.executor, run.deadline, run.memory), progress=run.show,
+                              near=None if self._near is None else self._near[0])
             self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
 
     def _repair_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
