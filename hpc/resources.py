@@ -4,6 +4,7 @@ parent's own RSS (or getrusage) would miss almost all of it."""
 from __future__ import annotations
 
 import threading
+import time
 
 import psutil
 
@@ -13,6 +14,13 @@ class PeakMemory:
 
     def __init__(self, interval: float = 0.2):
         self.interval, self.peak, self._stop = interval, 0, threading.Event()
+        self.samples: list[tuple[float, int]] = []  # (time.time(), bytes): to tell the peak of a stretch of the run
+
+    def peak_within(self, spans: list[tuple[float, float]]) -> int:
+        """Peak bytes sampled within any of `spans` (time.time() pairs), each stretched by two sampling
+        intervals so that a span shorter than one still has its sample; 0 if none."""
+        late = 2 * self.interval
+        return max((b for t, b in self.samples if any(lo <= t <= hi + late for lo, hi in spans)), default=0)
 
     def _sample(self) -> int:
         me = psutil.Process()
@@ -26,7 +34,9 @@ class PeakMemory:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
+            sample = self._sample()
+            self.samples.append((time.time(), sample))
+            self.peak = max(self.peak, sample)
             self._stop.wait(self.interval)
 
     def __enter__(self) -> PeakMemory:

@@ -62,7 +62,8 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
         extra = {"clusters": [int(len(c)) for c in learner.clusters_],
                  "fusion": None if learner.fusion_stats_ is None else learner.fusion_stats_.as_dict(),
                  "repair": learner.repair_,
-                 "winners": [None if w is None else learner.members_[w] for w in learner.winners_]}
+                 "winners": [None if w is None else learner.members_[w] for w in learner.winners_],
+                 "spans": learner.spans_}
     return learner.graph_, learner.status_, extra
 
 

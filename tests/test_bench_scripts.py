@@ -1,6 +1,7 @@
 """Every benchmark script behind BENCHMARKS.md and bench/HISTORY.md runs on a tiny problem (or on the
 committed records and results) and prints its table: none is left to rot after the code under it moves."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,13 @@ def bench(script: str, *args: str) -> str:
 
 def test_bench_pef_prints_one_row_per_method():
     out = bench("bench_pef.py", "--graph", "er", "--nodes", "240", "--seeds", "0", "--methods", "psle",
-                "psle-norepair", "fges-faithful")
+                "psle-norepair", "fges-faithful", "--pef", "sparse_above=0", "candidates_above=0")
     rows = [line for line in out.splitlines() if line.startswith("| psle") or line.startswith("| fges")]
     assert [r.split("|")[1].strip() for r in rows] == ["psle", "psle-norepair", "fges-faithful"]
+    psle = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert set(psle["steps"]) >= {"partition", "estimation", "fusion", "repair"}
+    assert all(s["peak_mb"] > 0 for s in psle["steps"].values())
+    assert psle["fusion"]["pairs_screened"] < 240 * 50  # the neighbours' pairs, not every cross pair
 
 
 def test_bench_column_order_finds_the_same_graph_in_every_order():

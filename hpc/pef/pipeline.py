@@ -151,6 +151,7 @@ class FitRun:
     memory: RunCheckpoint | None
     seconds: dict[str, float] = field(default_factory=dict)
     places: dict[str, dict[str, int]] = field(default_factory=dict)  # step -> tasks per place (SLURM worker jobs)
+    spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # step -> (start, end) wall clock
 
     def expired(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
@@ -158,11 +159,12 @@ class FitRun:
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
         """Adds the block's seconds to `step`'s; says where its tasks ran when the executor tells places apart."""
-        start = time.perf_counter()
+        start, wall = time.perf_counter(), time.time()
         try:
             yield
         finally:
             self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+            self.spans.setdefault(step, []).append((wall, time.time()))
             where = self.executor.placements()
             if where:
                 mine = self.places.setdefault(step, {})
@@ -370,7 +372,7 @@ class PEF:
             self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
         self.seconds_ = {k: run.seconds.get(k, 0.0) for k in STEPS if k in run.seconds or k != "selection"}
         self.seconds_["total"] = sum(self.seconds_.values())
-        self.placements_ = run.places
+        self.placements_, self.spans_ = run.places, run.spans
         return self
 
     def _partition_step(self, x: np.ndarray, run: FitRun) -> list[np.ndarray]:
