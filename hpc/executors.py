@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,8 @@ class Executor(Protocol):
     def placements(self) -> dict[str, int]:
         """Tasks per place since the last call (empty where places are not worth telling apart)."""
         ...
+
+    def task_seconds(self) -> float: ...
 
     def close(self) -> None: ...
 
@@ -131,6 +134,10 @@ class SerialExecutor:
     def placements(self) -> dict[str, int]:
         return {}
 
+    def task_seconds(self) -> float:
+        """Seconds tasks took (summed over workers) since the last call; 0 where tasks run inline."""
+        return 0.0
+
     def close(self) -> None:
         pass
 
@@ -172,7 +179,9 @@ class DaskExecutor(SerialExecutor):
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None
-        self.placed: dict[str, int] | None = None  # tasks per place, kept when workers live in SLURM jobs
+        self.tell_places = False  # name the places tasks ran in (when workers live in SLURM jobs)
+        self.placed: dict[str, int] = {}  # tasks per place since placements() was last asked
+        self.busy = 0.0  # seconds tasks took since task_seconds() was last asked
 
     def task_threads(self, n_tasks: int) -> int:
         """With fewer tasks than worker slots, the idle slots' cores go to the running tasks' threads
@@ -225,21 +234,21 @@ class DaskExecutor(SerialExecutor):
                 self.client.cancel(list(running))
 
     def _submit(self, fn: Callable, args: tuple, **options: Any) -> Any:
-        if self.placed is None:
-            return self.client.submit(fn, *args, pure=False, **options)
         return self.client.submit(located, fn, *args, pure=False, **options)
 
     def _result(self, future: Any) -> Any:
-        if self.placed is None:
-            return future.result()
-        where, result = future.result()
+        where, seconds, result = future.result()
         self.placed[where] = self.placed.get(where, 0) + 1
+        self.busy += seconds
         return result
 
     def placements(self) -> dict[str, int]:
-        """Tasks per place (SLURM job and host) since the last call, when this executor keeps count."""
-        placed, self.placed = self.placed or {}, None if self.placed is None else {}
-        return placed
+        placed, self.placed = self.placed, {}
+        return placed if self.tell_places else {}
+
+    def task_seconds(self) -> float:
+        busy, self.busy = self.busy, 0.0
+        return busy
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand.
@@ -276,10 +285,13 @@ def announce_dashboard(executor: SerialExecutor) -> None:
     print(f"psle: dask dashboard at {link}", file=sys.stderr)
 
 
-def located(fn: Callable, *args: Any) -> tuple[str, Any]:
-    """fn(*args), and where it ran: the worker's SLURM job and host."""
+def located(fn: Callable, *args: Any) -> tuple[str, float, Any]:
+    """fn(*args), where it ran (the worker's SLURM job and host) and its seconds."""
     job = os.environ.get("SLURM_JOB_ID")
-    return (f"SLURM job {job} on {socket.gethostname()}" if job else socket.gethostname()), fn(*args)
+    start = time.perf_counter()
+    result = fn(*args)
+    return (f"SLURM job {job} on {socket.gethostname()}" if job else socket.gethostname()), \
+        time.perf_counter() - start, result
 
 
 @dataclass(frozen=True)
@@ -329,7 +341,7 @@ class SlurmDaskExecutor(DaskExecutor):
         self.client = Client(self._cluster)
         self.client.wait_for_workers(1, timeout=600)
         self.dashboard = None
-        self.placed = {}
+        self.tell_places = True
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and

@@ -48,9 +48,10 @@ def measured(method: Method, prob: Any) -> dict[str, Any]:
     start = time.perf_counter()
     with PeakMemory() as mem:
         graph, status, extra = method(prob)
-    spans = extra.pop("spans", {})  # PEF's steps: their seconds and the peak memory while each ran
-    if spans:
+    spans, tasks = extra.pop("spans", {}), extra.pop("task_seconds", {})  # PEF's steps
+    if spans:  # each step's seconds, its tasks' seconds on the workers, and the peak memory while it ran
         extra["steps"] = {step: {"seconds": round(sum(hi - lo for lo, hi in s), 2),
+                                 "task_seconds": round(tasks.get(step, 0.0), 2),
                                  "peak_mb": round(mem.peak_within(s) / 2**20)} for step, s in spans.items()}
     row = {"status": status, "seconds": time.perf_counter() - start, "peak_mb": mem.peak / 2**20, **extra}
     if status == "ok" and graph is not None:

@@ -76,3 +76,21 @@ def test_bench_refit_and_cluster_scores_read_the_rows_of_a_run(tmp_path):
     assert bench("bench_refit.py", "changed", "truth", str(tmp_path)).strip() == ""
     [row] = tmp_path.glob("**/p-sle-truth/*/seed0.json")
     assert "|" in bench("bench_cluster_scores.py", str(row), "--min-size", "20")
+
+
+def test_bench_cost_recovers_a_known_power_law_and_predicts_the_held_out_size(tmp_path):
+    rows = []
+    for p in (1000, 3000, 10000):  # outside tasks 1e-3 p^1.5 s, tasks 2e-4 p^2 s, peak 100 MB + 16 bytes per value
+        steps = {"partition": {"seconds": 1e-3 * p**1.5 + 2e-4 * p**2 / 2, "task_seconds": 2e-4 * p**2,
+                               "peak_mb": 100 + 16 * 1000 * p / 2**20}}
+        rows.append({"p": p, "status": "ok", "seconds": steps["partition"]["seconds"],
+                     "peak_mb": steps["partition"]["peak_mb"], "steps": steps})
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    out = bench("bench_cost.py", "--jsonl", str(tmp_path / "rows.jsonl"), "--holdout", "10000", "--predict", "10000",
+                "--cores", "1")
+    table = [line.split("|") for line in out.splitlines() if line.startswith("| partition")]
+    assert table[0][2].strip() == "1.50" and table[0][3].strip() == "2.00" and table[0][4].strip() == "16.0"
+    predicted, measured = float(table[1][2]), float(table[1][3])
+    assert abs(predicted - measured) <= 1
+    one_core = 1e-3 * 10000**1.5 + 2e-4 * 10000**2
+    assert f"{one_core / 3600:.1f} h" in out

@@ -152,6 +152,7 @@ class FitRun:
     seconds: dict[str, float] = field(default_factory=dict)
     places: dict[str, dict[str, int]] = field(default_factory=dict)  # step -> tasks per place (SLURM worker jobs)
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # step -> (start, end) wall clock
+    task_seconds: dict[str, float] = field(default_factory=dict)  # step -> seconds its tasks took on the workers
 
     def expired(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
@@ -165,6 +166,7 @@ class FitRun:
         finally:
             self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
             self.spans.setdefault(step, []).append((wall, time.time()))
+            self.task_seconds[step] = self.task_seconds.get(step, 0.0) + self.executor.task_seconds()
             where = self.executor.placements()
             if where:
                 mine = self.places.setdefault(step, {})
@@ -372,7 +374,7 @@ class PEF:
             self.dag_, self.graph_ = relabel(self.dag_, order, user_variables), relabel(self.graph_, order, user_variables)
         self.seconds_ = {k: run.seconds.get(k, 0.0) for k in STEPS if k in run.seconds or k != "selection"}
         self.seconds_["total"] = sum(self.seconds_.values())
-        self.placements_, self.spans_ = run.places, run.spans
+        self.placements_, self.spans_, self.task_seconds_ = run.places, run.spans, run.task_seconds
         return self
 
     def _partition_step(self, x: np.ndarray, run: FitRun) -> list[np.ndarray]:
