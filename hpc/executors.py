@@ -179,7 +179,10 @@ class DaskExecutor(SerialExecutor):
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None
-        self.tell_places = False  # name the places tasks ran in (when workers live in SLURM jobs)
+        self._count(tell_places=False)
+
+    def _count(self, tell_places: bool) -> None:
+        self.tell_places = tell_places  # name the places tasks ran in (when workers live in SLURM jobs)
         self.placed: dict[str, int] = {}  # tasks per place since placements() was last asked
         self.busy = 0.0  # seconds tasks took since task_seconds() was last asked
 
@@ -341,7 +344,7 @@ class SlurmDaskExecutor(DaskExecutor):
         self.client = Client(self._cluster)
         self.client.wait_for_workers(1, timeout=600)
         self.dashboard = None
-        self.tell_places = True
+        self._count(tell_places=True)
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and

@@ -337,3 +337,14 @@ def test_records_run_as_a_slurm_array_and_a_selector_fits_from_its_shards(tmp_pa
     fit = subprocess.run([str(BIN / "psle"), "selector", "fit", *map(str, shards), "--target", "bic",
                           "-o", str(tmp_path / "s.json")], capture_output=True, text=True)
     assert fit.returncode == 0 and "hub, ws" in fit.stderr, fit.stderr
+
+
+@pytest.mark.slow
+def test_bench_nodes_runs_over_worker_jobs_and_matches_the_local_graph(tmp_path):
+    """scripts/bench_nodes.py (BENCHMARKS.md's several-nodes run) on a small problem."""
+    run = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "bench_nodes.py"),
+                          "--network", "child", "--nodes", "200", "--workers", "2", "--worker-sbatch=--oversubscribe",
+                          "--pef", "whole_below=0", "sparse_above=0", "candidates_above=0", "--folder", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "same graph as the local run: True" in run.stdout and "| estimation |" in run.stdout, run.stdout
