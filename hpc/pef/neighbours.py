@@ -16,6 +16,8 @@ import scipy.sparse as sp
 
 #: Entries of one block of |r| (rows x p float32): 256 MB.
 BLOCK_ENTRIES = 64_000_000
+#: Rows whose k strongest are selected at a time (the selection's int64 indices are rows x p).
+SELECT_ROWS = 64
 
 #: Runs fn over tasks and yields (task index, result), in any order (an Executor's `run`).
 TaskRunner = Callable[[Callable, list[tuple]], Iterable[tuple[int, Any]]]
@@ -35,15 +37,23 @@ def row_blocks(p: int, entries: int = BLOCK_ENTRIES) -> list[tuple[int, int]]:
 
 def strongest(z: np.ndarray, lo: int, hi: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """For rows lo..hi-1: the k other variables with the largest |r| (int64, (hi-lo, k)) and those |r|
-    (float32), each row sorted strongest first (ties by index). `z` is standardised data (z.T @ z = R)."""
+    (float32), each row sorted strongest first (ties by index). `z` is standardised data (z.T @ z = R).
+    The selection runs SELECT_ROWS rows at a time, so its index arrays stay small beside the block."""
+    p = z.shape[1]
     r = np.abs(z[:, lo:hi].T @ z)
     r[np.arange(hi - lo), np.arange(lo, hi)] = -1.0  # never one's own neighbour
-    k = min(k, z.shape[1] - 1)
-    top = np.argpartition(-r, k - 1, axis=1)[:, :k] if k < z.shape[1] else np.argsort(-r, axis=1)[:, :k]
-    top.sort(axis=1)  # by index first, so the stable sort below breaks ties by index
-    strength = np.take_along_axis(r, top, axis=1)
-    order = np.argsort(-strength, axis=1, kind="stable")
-    return np.take_along_axis(top, order, axis=1).astype(np.int64), np.take_along_axis(strength, order, axis=1)
+    k = min(k, p - 1)
+    index = np.empty((hi - lo, k), dtype=np.int64)
+    strength = np.empty((hi - lo, k), dtype=np.float32)
+    for a in range(0, hi - lo, SELECT_ROWS):
+        rows = r[a:a + SELECT_ROWS]
+        top = np.argpartition(rows, p - k, axis=1)[:, p - k:] if k < p else np.argsort(rows, axis=1)
+        top.sort(axis=1)  # by index first, so the stable sort below breaks ties by index
+        value = np.take_along_axis(rows, top, axis=1)
+        order = np.argsort(-value, axis=1, kind="stable")
+        index[a:a + len(rows)] = np.take_along_axis(top, order, axis=1)
+        strength[a:a + len(rows)] = np.take_along_axis(value, order, axis=1)
+    return index, strength
 
 
 def nearest(z: Any, p: int, k: int, run: TaskRunner = serial,

@@ -383,9 +383,10 @@ class PEF:
             if run.memory is not None and run.memory.clusters is not None:
                 clusters = run.memory.clusters
             else:
-                if x.shape[1] > self.partition.sparse_above:  # the neighbour search's blocks on the workers
-                    self._near = nearest(run.executor.scatter(standardize(x)), x.shape[1], self.partition.neighbours,
-                                         run.executor.run)
+                p = x.shape[1]
+                if p > self.partition.sparse_above:  # the neighbour search's blocks on the workers, once for both
+                    k = max(self.partition.neighbours, self.fusion.candidates if p > self.fusion.candidates_above else 0)
+                    self._near = nearest(run.executor.scatter(standardize(x)), p, k, run.executor.run)
                 clusters = partition(x, self.partition, self._near)
                 if run.memory is not None:
                     run.memory.set_clusters(clusters)
