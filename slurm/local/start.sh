@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start a real single-node SLURM on this machine, for trying P/SLE's SLURM path and for tests:
 #   munged + MariaDB + slurmdbd (so `sacct` works) + slurmctld + slurmd, all on 127.0.0.1,
-#   one partition `debug` (default) with the node's CPUs and memory.
+#   one partition `debug` (default) with the node's CPUs and memory; jobs that ask for it
+#   (`--oversubscribe`) may share cores, so tests can run several 1-core dask worker jobs on 2 cores.
 # Installs the Debian packages it needs, writes the configuration, starts only what is not
 # running and waits until the node is idle and `sacct` answers.  Idempotent: when everything is
 # already up it returns at once.  Needs root; written for Debian 12 (Slurm 22.05), no systemd.
