@@ -124,9 +124,6 @@ def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limi
     if knowledge is not None:
         from hpc.graphs.knowledge import read_knowledge
 
-        if not isinstance(learner, Member):
-            raise PsleError("--knowledge applies to fges, boss, grasp and pc-stable on the whole problem for now; "
-                            "PEF methods and the ensemble do not pass it on yet")
         learner.knowledge = read_knowledge(knowledge, variables)
         learner.validate()
     print(f"psle: {label} on {data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)

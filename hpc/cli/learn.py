@@ -116,9 +116,10 @@ def run(args: argparse.Namespace) -> None:
     check_scheduler(args)
     if not Path(args.data).is_file():
         raise PsleError(f"{args.data}: no such file")
-    if args.knowledge and (args.method not in ("fges", "boss", "grasp", "pc-stable") or args.bootstrap or args.slurm):
-        raise PsleError("--knowledge applies to --method fges, boss, grasp or pc-stable on the whole problem, here, "
-                        "for now (PEF methods, the ensemble, --bootstrap and --slurm do not pass it on yet)")
+    if args.knowledge and args.bootstrap:
+        raise PsleError("--knowledge does not apply with --bootstrap yet (each resample would need it passed on)")
+    if args.knowledge and not Path(args.knowledge).is_file():
+        raise PsleError(f"{args.knowledge}: no such file")
     if args.bootstrap:
         run_bootstrap(args, spec, label)
         return
@@ -183,7 +184,8 @@ def submit(args: argparse.Namespace, spec, label: str, worker_job=None) -> None:
     paths = [str(Path(p).resolve()) if p else None for p in (args.data, args.output, args.checkpoint)]
     folder = Path(paths[1]).parent / ".submitit"
     job = submit_learn(spec, *paths, args.time_limit, args.wall_limit, args.workers, label, folder, args.partition,
-                       args.time_min, args.mem_gb, args.cpus, args.requeues, args.container, args.nodes, worker_job)
+                       args.time_min, args.mem_gb, args.cpus, args.requeues, args.container, args.nodes, worker_job,
+                       str(Path(args.knowledge).resolve()) if args.knowledge else None)
     print(f"psle: submitted SLURM job {job.job_id} (logs in {folder})"
           + (f"; preemption-safe: it resumes {args.checkpoint}" if args.checkpoint else ""), file=sys.stderr)
     if args.wait:
@@ -245,7 +247,8 @@ def add(sub) -> None:
                             "after a kill or preemption resumes from it")
     learn.add_argument("--knowledge", default=None, metavar="FILE",
                        help="prior knowledge in Tetrad's text format (/knowledge; addtemporal tiers, forbiddirect, "
-                            "requiredirect), checked against the data's columns; --method fges, boss, grasp, pc-stable")
+                            "requiredirect), checked against the data's columns; every method honours it (PEF: the "
+                            "cluster searches, fusion and the repair)")
     executor_options(learn)
     boot = learn.add_argument_group("bootstrap (edge confidence)")
     boot.add_argument("--bootstrap", type=whole(1), default=None, metavar="B",

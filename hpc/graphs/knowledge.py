@@ -19,6 +19,7 @@ work starts.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,36 @@ class Knowledge:
         return Knowledge(tuple(tuple(v for v in tier if v in keep) for tier in self.tiers), self.closed_tiers,
                          frozenset(e for e in self.forbidden if keep.issuperset(e)),
                          frozenset(e for e in self.required if keep.issuperset(e)))
+
+    def allowed_on(self, variables: tuple[str, ...] | list[str]) -> Callable[[int, int], bool]:
+        """allows() by the variables' indices (fusion adds edges by index)."""
+        names = tuple(variables)
+        return lambda a, b: self.allows(names[a], names[b])
+
+    def required_on(self, variables: tuple[str, ...] | list[str]) -> np.ndarray:
+        """The required edges as index pairs into `variables` (those whose ends it has)."""
+        index = {v: i for i, v in enumerate(variables)}
+        return np.array([[index[a], index[b]] for a, b in sorted(self.required) if a in index and b in index],
+                        dtype=np.int64).reshape(-1, 2)
+
+    def kept(self, graph: PDAG) -> tuple[PDAG, int]:
+        """`graph` without its directed edges against the knowledge (an edge whose reverse it allows turns
+        round), with the undirected edges it decides pointed (`oriented`); and how many edges changed."""
+        fixed, changed = [], 0
+        for a, b in graph.directed.tolist():
+            if self.allows(graph.variables[a], graph.variables[b]):
+                fixed.append((a, b))
+            else:
+                changed += 1
+                if self.allows(graph.variables[b], graph.variables[a]):
+                    fixed.append((b, a))
+        cleaned = graph.with_edges(np.array(fixed, dtype=np.int64).reshape(-1, 2), graph.undirected)
+        return self.oriented(cleaned), changed
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able form (a checkpoint's settings)."""
+        return {"tiers": [list(t) for t in self.tiers], "closed": sorted(self.closed_tiers),
+                "forbidden": sorted(map(list, self.forbidden)), "required": sorted(map(list, self.required))}
 
     def indexed(self, variables: tuple[str, ...] | list[str]) -> dict[str, Any]:
         """The knowledge about `variables` by their indices, as the JVM worker takes it."""

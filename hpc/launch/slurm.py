@@ -35,13 +35,13 @@ class LearnJob(submitit.helpers.Checkpointable):
 
     def __call__(self, spec: Any, data: str, output: str, checkpoint: str | None, time_limit: float | None,
                  wall_limit: float | None, workers: int | None, label: str, nodes: int | None = None,
-                 worker_job: Any = None) -> str:
+                 worker_job: Any = None, knowledge: str | None = None) -> str:
         from hpc.launch.preemption import preemption_guard
         from hpc.run import learn_file
 
         with preemption_guard():
             learn_file(data, output, spec, time_limit, wall_limit, checkpoint, True, None, workers, label,
-                       nodes=nodes, worker_job=worker_job)
+                       knowledge=knowledge, nodes=nodes, worker_job=worker_job)
         return output
 
 
@@ -75,11 +75,11 @@ def submit_learn(spec: Any, data: str, output: str, checkpoint: str | None, time
                  wall_limit: float | None, workers: int | None, label: str, folder: str | Path,
                  partition: str | None = None, timeout_min: int = 240, mem_gb: float = 8, cpus: int = 2,
                  requeues: int = 10, container: str | None = None, nodes: int | None = None,
-                 worker_job: Any = None) -> Any:
+                 worker_job: Any = None, knowledge: str | None = None) -> Any:
     """Submit `psle learn` of `spec` (a MethodSpec) on `data` and return the submitit job."""
     executor = _executor("psle-learn", folder, partition, timeout_min, mem_gb, cpus, requeues, container)
     return executor.submit(LearnJob(), spec, data, output, checkpoint, time_limit, wall_limit, workers, label, nodes,
-                           worker_job)
+                           worker_job, knowledge)
 
 
 def submit_train(config: Any, checkpoint: str | Path, output: str | Path, workers: int | None, folder: str | Path,

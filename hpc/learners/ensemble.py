@@ -19,6 +19,7 @@ import yaml
 
 from hpc.data.tabular import as_learnable, warn_few_rows
 from hpc.errors import PsleError
+from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
 from hpc.learners.members import OK, TIMED_OUT, LearnerError, fit_in_canonical_order, member_from_spec
 
@@ -53,12 +54,15 @@ def remaining(time_limit: float | None, deadline: float | None) -> float | None:
 
 
 def run_member(spec: dict[str, Any], cov: np.ndarray, n: int, variables: tuple[str, ...],
-               time_limit: float | None = None, threads: int = 1, deadline: float | None = None) -> MemberRun:
+               time_limit: float | None = None, threads: int = 1, deadline: float | None = None,
+               knowledge: Knowledge | None = None) -> MemberRun:
+    """One member's run on a covariance matrix (a task), with the `knowledge` about `variables`."""
     limit = remaining(time_limit, deadline)
     if limit is not None and limit <= 0:
         return MemberRun(dict(spec), TIMED_OUT, None, None, None, 0.0, "the run's wall limit passed before it started")
     start = time.perf_counter()
     member = member_from_spec(spec, limit, threads)
+    member.knowledge = None if knowledge is None else knowledge.restricted(variables)
     try:
         member.fit_covariance(cov, n, variables)
     except LearnerError as exc:
@@ -101,6 +105,15 @@ def check_members(members: list[dict[str, Any]], time_limit: float | None, empty
         member_from_spec(spec, time_limit).validate()
 
 
+def check_knowledge(members: list[dict[str, Any]], knowledge: Knowledge | None) -> None:
+    """Refuse prior knowledge that a member would ignore."""
+    if knowledge is None or knowledge.empty:
+        return
+    for spec in members:
+        if not member_from_spec(spec).takes_knowledge:
+            raise PsleError(f"member {spec} does not honour prior knowledge")
+
+
 class SLE:
     """An ensemble of member specs (`{"method": "fges", "penalty": 2, ...}`) chosen between by BIC.
 
@@ -115,6 +128,7 @@ class SLE:
         self.time_limit = time_limit
         self.executor = executor
         self.wall_limit = wall_limit
+        self.knowledge: Knowledge | None = None  # a run setting (every member honours it): set before fit
 
     def ensemble(self) -> list[dict[str, Any]]:
         """The members that run (as PEF.ensemble)."""
@@ -123,6 +137,7 @@ class SLE:
     def validate(self) -> None:
         check_members(self.members, self.time_limit, "an ensemble needs at least one member")
         check_wall_limit(self.wall_limit, "SLE")
+        check_knowledge(self.members, self.knowledge)
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> SLE:
         x, variables = as_learnable(x, variables)
@@ -138,7 +153,8 @@ class SLE:
         deadline = None if self.wall_limit is None else time.time() + self.wall_limit
         shared = executor.scatter(cov, broadcast=False)  # one copy for all members
         threads = executor.task_threads(len(self.members))
-        tasks = [(spec, shared, n, tuple(variables), self.time_limit, threads, deadline) for spec in self.members]
+        tasks = [(spec, shared, n, tuple(variables), self.time_limit, threads, deadline, self.knowledge)
+                 for spec in self.members]
         runs: list[MemberRun | None] = [None] * len(tasks)
         for k, run in executor.run(run_member, tasks):
             runs[k] = run

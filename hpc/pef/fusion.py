@@ -263,12 +263,14 @@ def screen_serial(data: tuple[np.ndarray, ...], fn: Callable, blocks: Blocks, pa
 
 def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config: FusionConfig = FusionConfig(),
          screen: Screener = screen_serial, progress: Callable[[str, int, int], None] | None = None,
-         near: np.ndarray | None = None) -> tuple[PDAG, FusionStats]:
+         near: np.ndarray | None = None, allows: Callable[[int, int], bool] | None = None,
+         required: np.ndarray | None = None) -> tuple[PDAG, FusionStats]:
     """Fuse the union of cluster DAGs (`union`, directed) into one DAG over all variables: F1 screens every
     cross-cluster pair, F2 tests the survivors given both ends' parents, F3 adds those that pay their BIC.
 
     `screen` runs F1 over the blocks, in any order (serially, or on dask); `near` are the neighbours the
-    partition found (see f1_candidates).
+    partition found (see f1_candidates). With prior knowledge, F3 adds an edge only in a direction
+    `allows(a, b)` permits, and the `required` edges (index pairs) between clusters come first.
     """
     stats = FusionStats()
     parents = ParentSets.of(union)
@@ -283,7 +285,7 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     p = union.p
     stats.penalty = float(config.penalty if config.penalty is not None else (
         np.log(n) if p <= np.sqrt(n) else 2.0 * np.log(p)))
-    added = f3_added(z, n, union, parents, accepted, stats.penalty)
+    added = f3_added(z, n, union, parents, accepted, stats.penalty, allows, required)
     stats.edges_added = len(added)
     stats.seconds["f3"] = time.perf_counter() - start
     return union.with_edges(np.concatenate([union.directed, added])), stats
@@ -349,13 +351,24 @@ def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, al
 
 
 def f3_added(z: np.ndarray, n: int, union: PDAG, parents: ParentSets, accepted: list[tuple[int, int]],
-             penalty: float) -> np.ndarray:
+             penalty: float, allows: Callable[[int, int], bool] | None = None,
+             required: np.ndarray | None = None) -> np.ndarray:
     """F3: the accepted pairs whose BIC gain beats `penalty` in both directions, oriented the way that keeps
-    the graph acyclic, else the way that gains more."""
+    the graph acyclic, else the way that gains more; only ways `allows` permits. `required` edges not yet
+    in the graph come first (unless one would close a cycle with the clusters' edges)."""
     p = union.p
     pa = [set(parents[v].tolist()) for v in range(p)]
     children = [set(union.children(v).tolist()) for v in range(p)]
     added = []
+
+    def add(a: int, b: int) -> None:
+        pa[b].add(a)
+        children[a].add(b)
+        added.append((a, b))
+
+    for a, b in ([] if required is None else required.tolist()):
+        if a not in pa[b] and b not in pa[a] and not reaches(children, b, a):
+            add(a, b)
     for i, j in accepted:
         if j in pa[i] or i in pa[j]:
             continue
@@ -369,7 +382,8 @@ def f3_added(z: np.ndarray, n: int, union: PDAG, parents: ParentSets, accepted: 
             a, b = i, j
         else:
             a, b = (i, j) if gain_ij >= gain_ji else (j, i)
-        pa[b].add(a)
-        children[a].add(b)
-        added.append((a, b))
+            if allows is not None and not allows(a, b):
+                a, b = b, a
+        if allows is None or allows(a, b):
+            add(a, b)
     return np.array(added, dtype=np.int64).reshape(-1, 2)

@@ -25,7 +25,9 @@ from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag
 from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
-from hpc.learners.ensemble import MemberRun, best_run, check_members, check_wall_limit, remaining, run_member
+from hpc.graphs.knowledge import Knowledge
+from hpc.learners.ensemble import (MemberRun, best_run, check_knowledge, check_members, check_wall_limit, remaining,
+                                   run_member)
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse
@@ -83,7 +85,7 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
 
 def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
            deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str,
-           guard: float | None = None) -> tuple[PDAG, dict]:
+           guard: float | None = None, knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
     """Up to `config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), until a
     round changes nothing or every block of one runs past `guard` seconds (then the last finished round's
     graph stands; a block cut alone keeps its start graph); each round is kept in the checkpoint under
@@ -105,8 +107,10 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
         begin = time.perf_counter()
         threads = executor.task_threads(len(blocks))
         results: list = [None] * len(blocks)
-        for b, result in executor.run(repair_search, [(data, block, config.repair_penalty, threads, limit)
-                                                       for block in blocks]):
+        known = [None if knowledge is None else knowledge.indexed([graph.variables[c] for c in block.columns])
+                 for block in blocks]
+        for b, result in executor.run(repair_search, [(data, block, config.repair_penalty, threads, limit, k)
+                                                       for block, k in zip(blocks, known)]):
             results[b] = result
         if any(r is None for r in results) and deadline is not None and time.time() >= deadline:
             raise WallLimitHit
@@ -211,7 +215,7 @@ class Estimation:
                 self.settle(c, k, memory.runs[c, k], fresh=False)
                 continue
             return (c, k), (self.pef.members_[k], self.data[c][0], self.run.n, self.data[c][1], self.limits[c, k],
-                            self.threads, self.run.deadline)
+                            self.threads, self.run.deadline, self.pef._known())
         return None
 
 
@@ -243,8 +247,9 @@ class PEF:
                  partition: PartitionConfig = PartitionConfig(), fusion: FusionConfig = FusionConfig(),
                  executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
                  selector: Selector | str | None = None, top_k: int = 1, checkpoint: str | None = None,
-                 runaway: float = RUNAWAY, repair: RepairConfig = RepairConfig()):
+                 runaway: float = RUNAWAY, repair: RepairConfig = RepairConfig(), knowledge: Knowledge | None = None):
         self.members, self.time_limit, self.wall_limit = members, time_limit, wall_limit
+        self.knowledge = knowledge
         self.partition, self.fusion, self.repair = partition, fusion, repair
         self.executor, self.progress, self.checkpoint = executor, progress, checkpoint
         self.selection, self.selector, self.top_k, self.runaway = selection, selector, top_k, runaway
@@ -267,6 +272,7 @@ class PEF:
         if not (self.runaway == 0 or 1 <= self.runaway < np.inf):
             raise PsleError(f"runaway={self.runaway!r}: must be 0 (off) or a factor of at least 1")
         check_members(members, self.time_limit, "PEF needs at least one member learner")
+        check_knowledge(members, self.knowledge)
         check_wall_limit(self.wall_limit, "PEF")
         self.partition.validate()
         self.fusion.validate()
@@ -284,7 +290,12 @@ class PEF:
                 "time_limit": self.time_limit, "partition": asdict(self.partition), "selection": self.selection,
                 "selector": self._selector().describe() if self.selection == "predicted" else None,
                 "top_k": self.top_k if self.selection == "predicted" else None,
-                "runaway": self.runaway if self.selection == "predicted" else None}
+                "runaway": self.runaway if self.selection == "predicted" else None,
+                **({"knowledge": self.knowledge.describe()} if self._known() else {})}
+
+    def _known(self) -> Knowledge | None:
+        """The prior knowledge, when there is any."""
+        return None if self.knowledge is None or self.knowledge.empty else self.knowledge
 
     def _selector(self) -> Selector:
         if self.selector is None:
@@ -475,10 +486,15 @@ class PEF:
         with run.timed("fusion"):
             if run.memory is not None and run.memory.screened_under(canonical(asdict(self.fusion))):
                 run.show.note(f"resuming fusion: {len(run.memory.screened)} cluster pairs already screened")
+            known = self._known()
             dag, stats = fuse(z, run.n, union, clusters, self.fusion,
                               screen=screener(run.executor, run.deadline, run.memory), progress=run.show,
-                              near=None if self._near is None else self._near[0])
+                              near=None if self._near is None else self._near[0],
+                              allows=None if known is None else known.allowed_on(union.variables),
+                              required=None if known is None else known.required_on(union.variables))
             self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
+            if known is not None:
+                self.graph_ = known.oriented(self.graph_)
 
     def _repair_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
         """The repair after fusion (hpc.pef.repair), guarded by the estimation's seconds."""
@@ -486,9 +502,12 @@ class PEF:
             return
         with run.timed("repair"):
             guard = max(GUARD_FLOOR, GUARD_FACTOR * run.seconds.get("estimation", 0.0))
+            known = self._known()
             self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
                                                run.memory, run.show,
-                                               canonical([asdict(self.fusion), asdict(self.repair)]), guard)
+                                               canonical([asdict(self.fusion), asdict(self.repair)]), guard, known)
+            if known is not None:  # blocks' joins may turn an edge round against the knowledge: put it right
+                self.graph_, self.repair_["knowledge_fixed"] = known.kept(self.graph_)
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
     def result_meta(self) -> dict[str, Any]:

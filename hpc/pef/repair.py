@@ -193,9 +193,10 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
-def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int,
-                  limit: float | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """One block's search in this process's JVM worker (a dask task); None when `limit` seconds passed first."""
+def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, limit: float | None,
+                  knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
+    (hpc.graphs.knowledge's indexed form); None when `limit` seconds passed first."""
     from hpc.learners.worker import WorkerTimeout, default_worker
 
     if limit is not None and limit <= 0:
@@ -203,7 +204,8 @@ def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int,
     try:
         return default_worker().call(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                               "directed": block.directed, "undirected": block.undirected,
-                                              "pairs": block.pairs, "threads": threads},
+                                              "pairs": block.pairs, "threads": threads,
+                                              **({"knowledge": knowledge} if knowledge else {})},
                                      timeout=limit)
     except WorkerTimeout:
         return None
