@@ -294,6 +294,51 @@ def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run
     assert fitted.graph_ == local.graph_
 
 
+@pytest.mark.slow
+def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_is_requeued(tmp_path):
+    """--slurm --nodes 2: the run (dask's scheduler) is a SLURM job and its workers two more. Requeued after two
+    member runs, the run's job starts again with new worker jobs, resumes its checkpoint and gives the local graph;
+    the first worker jobs, their scheduler gone, end by themselves."""
+    from hpc.data.problem import read_problem
+    from hpc.graphs.io import read_json
+    from hpc.pef.partition import PartitionConfig
+    from hpc.pef.pipeline import PEF
+
+    problem = tmp_path / "a.h5"
+    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "alarm", "--nodes", "400", "--seed", "1", "-o",
+                           str(problem)], capture_output=True).returncode == 0
+    out, ckpt = tmp_path / "g.json", tmp_path / "g.checkpoint.h5"
+    run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "--method", "p-fges", "--param", "penalty=2",
+                          "--pef", "whole_below=0", "--slurm", "--cpus", "1", "--mem-gb", "3", "--nodes", "2",
+                          "--worker-cpus", "1", "--worker-mem-gb", "3", "--worker-sbatch=--oversubscribe", "-o", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    job = run.stderr.split("submitted SLURM job ")[1].split()[0]
+
+    def finished() -> int:
+        try:
+            with h5py.File(ckpt, "r") as f:
+                return len(json.loads(f["runs"][()].decode()))
+        except (OSError, KeyError):
+            return 0
+
+    deadline = time.time() + 400
+    while finished() < 2:
+        assert time.time() < deadline and not out.exists(), "the job made no progress, or ended too soon"
+        time.sleep(0.3)
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    while not out.exists():
+        assert time.time() < deadline + 400, "the requeued job did not finish"
+        time.sleep(1)
+    logs = "".join(p.read_text() for p in (tmp_path / ".submitit").glob(f"{job}_*log.err"))
+    assert "resuming from" in logs and logs.count("starting 2 SLURM worker jobs") == 2, logs[-2000:]
+    assert "tasks in SLURM job" in logs or "task in SLURM job" in logs, logs[-2000:]
+    data = read_problem(problem)
+    local = PEF([{"method": "fges", "penalty": 2}], progress=False,
+                partition=PartitionConfig(whole_below=0)).fit(data.data, data.variables)
+    assert read_json(out)[0] == local.graph_
+
+
 def test_psle_learn_nodes_refuses_worker_jobs_no_node_can_run_before_submitting(tmp_path):
     problem = tmp_path / "a.h5"
     assert subprocess.run([str(BIN / "psle"), "generate", "--network", "asia", "--nodes", "40", "--seed", "0", "-o",

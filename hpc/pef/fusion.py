@@ -298,6 +298,9 @@ def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: Pa
     `candidates_above` variables only pairs among each variable's strongest neighbours: `near` (p, k >=
     candidates, strongest first) when the partition found them, else found block by block here."""
     p = len(parents.ptr) - 1
+    fn: Callable[..., tuple[np.ndarray, np.ndarray, int]]
+    data: tuple[np.ndarray, ...]
+    blocks: Blocks
     if p > config.candidates_above:
         labels = np.empty(p, dtype=np.int64)
         for c, idx in enumerate(clusters):
