@@ -24,6 +24,7 @@ import numpy as np
 
 from hpc.atomic import atomic_path, write_text_atomic
 from hpc.errors import PsleError
+from hpc.graphs.knowledge import Knowledge, read_knowledge
 from hpc.graphs.bootstrap import RULES, TYPES, EdgeFrequencies, consensus, edge_frequencies, resample_rows
 from hpc.graphs.pdag import PDAG
 from hpc.store import fingerprint
@@ -58,6 +59,17 @@ def resample_folder(output: str | Path) -> Path:
 def stamp(data_hash: str, method: dict[str, Any], boot: Bootstrap) -> str:
     """What a resample's graph depends on: the data, the method, how resamples are drawn (not the rule)."""
     return fingerprint({"data": data_hash, "method": method, "subsample": boot.subsample, "seed": boot.seed})
+
+
+def resample_stamp(x: np.ndarray, variables: tuple[str, ...], spec: Any, boot: Bootstrap,
+                   knowledge: str | Path | None) -> tuple[str, Knowledge | None]:
+    """`stamp` of `psle learn --bootstrap`'s resamples (the prior knowledge, when given, is part of the method),
+    and that knowledge read and checked against the data."""
+    from hpc.pef.checkpoint import data_hash
+
+    known = None if knowledge is None else read_knowledge(knowledge, variables)
+    method = {**asdict(spec), **({"knowledge": known.describe()} if known is not None and not known.empty else {})}
+    return stamp(data_hash(x, variables), method, boot), known
 
 
 def finished(folder: Path, resamples: int, expected: str) -> dict[int, PDAG]:
@@ -146,13 +158,14 @@ def write_outputs(output: Path, freq: EdgeFrequencies, boot: Bootstrap, meta: di
 
 def bootstrap_file(data: str | Path, output: str | Path, spec: Any, boot: Bootstrap, time_limit: float | None,
                    wall_limit: float | None, parallel: bool = True, scheduler: str | None = None,
-                   workers: int | None = None, label: str | None = None, only: list[int] | None = None) -> Any:
-    """Run the missing resamples here (all, or those in `only`: an array task's share), then, when every
-    resample is there, write the outputs. Returns the consensus graph, or None when some are still missing."""
+                   workers: int | None = None, label: str | None = None, only: list[int] | None = None,
+                   knowledge: str | Path | None = None) -> Any:
+    """Run the missing resamples here (all, or those in `only`: an array task's share), each under the prior
+    `knowledge` file when given, then, when every resample is there, write the outputs. Returns the consensus
+    graph, or None when some are still missing."""
     from hpc.data.tabular import check_learnable, read_data
     from hpc.executors import announce_dashboard, make_executor
     from hpc.learners.members import Member, check_runtime
-    from hpc.pef.checkpoint import data_hash
     from hpc.progress import Progress
     from hpc.run import build_estimator
 
@@ -160,7 +173,7 @@ def bootstrap_file(data: str | Path, output: str | Path, spec: Any, boot: Bootst
     output, folder = Path(output), resample_folder(output)
     x, variables = read_data(data)
     check_learnable(x, variables, str(data), warn=False)  # refusals name the file; the learner warns
-    expected = stamp(data_hash(x, variables), asdict(spec), boot)
+    expected, known = resample_stamp(x, variables, spec, boot, knowledge)
     folder.mkdir(parents=True, exist_ok=True)
     done = finished(folder, boot.resamples, expected)
     todo = [b for b in (only if only is not None else range(boot.resamples)) if b not in done]
@@ -179,6 +192,9 @@ def bootstrap_file(data: str | Path, output: str | Path, spec: Any, boot: Bootst
             if hasattr(fresh, "progress"):
                 fresh.progress = False
             fresh.executor = executor
+            if known is not None:
+                fresh.knowledge = known
+                fresh.validate()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 graph = run_resample(x, variables, b, boot, fresh, folder, expected)

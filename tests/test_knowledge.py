@@ -139,3 +139,19 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_and_repair():
     assert frozenset(names[v] for v in forbid) not in edges or edges[frozenset(names[v] for v in forbid)][2] != "-->"
     assert all(edges[frozenset((names[a], names[b]))] == (names[a], names[b], "-->") for a, b in require)
     assert evaluate(known.graph_, truth).f1_arrowhead > evaluate(free.graph_, truth).f1_arrowhead + 0.05
+
+
+@pytest.mark.jvm
+def test_bootstrap_runs_every_resample_under_the_knowledge(tmp_path):
+    psle = str(Path(sys.executable).parent / "psle")
+    x = strong_chain()
+    (tmp_path / "d.csv").write_text("a,b,c,d,e\n" + "\n".join(",".join(f"{v:.6f}" for v in r) for r in x) + "\n")
+    (tmp_path / "k.txt").write_text(TEXT)
+    run = subprocess.run([psle, "learn", "d.csv", "--method", "fges", "--knowledge", "k.txt", "--bootstrap", "3",
+                          "--serial", "-o", "g.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "a,b," not in (tmp_path / "g.csv").read_text() and "d,e,-->" in (tmp_path / "g.csv").read_text()
+    (tmp_path / "k2.txt").write_text("/knowledge\nforbiddirect\nb c\n")
+    other = subprocess.run([psle, "learn", "d.csv", "--method", "fges", "--knowledge", "k2.txt", "--bootstrap", "3",
+                            "--serial", "-o", "g.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert other.returncode == 2 and "g.resamples" in other.stderr, other.stderr

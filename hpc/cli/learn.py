@@ -116,8 +116,6 @@ def run(args: argparse.Namespace) -> None:
     check_scheduler(args)
     if not Path(args.data).is_file():
         raise PsleError(f"{args.data}: no such file")
-    if args.knowledge and args.bootstrap:
-        raise PsleError("--knowledge does not apply with --bootstrap yet (each resample would need it passed on)")
     if args.knowledge and not Path(args.knowledge).is_file():
         raise PsleError(f"{args.knowledge}: no such file")
     if args.bootstrap:
@@ -164,7 +162,8 @@ def run_bootstrap(args: argparse.Namespace, spec, label: str) -> None:
         folder = Path(args.output).resolve().parent / ".submitit"
         jobs = submit_bootstrap(spec, str(Path(args.data).resolve()), str(Path(args.output).resolve()), boot,
                                 args.time_limit, args.wall_limit, args.workers, label, folder, args.partition,
-                                args.time_min, args.mem_gb, args.cpus, args.requeues, args.container)
+                                args.time_min, args.mem_gb, args.cpus, args.requeues, args.container,
+                                str(Path(args.knowledge).resolve()) if args.knowledge else None)
         if not jobs:
             print("psle: every resample is done; writing the consensus here", file=sys.stderr)
         else:
@@ -175,7 +174,7 @@ def run_bootstrap(args: argparse.Namespace, spec, label: str) -> None:
             for job in jobs:
                 job.result()
     bootstrap_file(args.data, args.output, spec, boot, args.time_limit, args.wall_limit, not args.serial,
-                   args.scheduler, args.workers, label)
+                   args.scheduler, args.workers, label, knowledge=args.knowledge)
 
 
 def submit(args: argparse.Namespace, spec, label: str, worker_job=None) -> None:

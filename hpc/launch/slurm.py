@@ -9,7 +9,6 @@ ones `psle train` and `psle learn` use.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +49,13 @@ class BootstrapJob(submitit.helpers.Checkpointable):
     that had not finished (finished ones are files beside the output)."""
 
     def __call__(self, spec: Any, data: str, output: str, boot: Any, resample: int, time_limit: float | None,
-                 wall_limit: float | None, workers: int | None, label: str) -> int:
+                 wall_limit: float | None, workers: int | None, label: str, knowledge: str | None = None) -> int:
         from hpc.bootstrap import bootstrap_file
         from hpc.launch.preemption import preemption_guard
 
         with preemption_guard():
             bootstrap_file(data, output, spec, boot, time_limit, wall_limit, True, None, workers, label,
-                           only=[resample])
+                           only=[resample], knowledge=knowledge)
         return resample
 
 
@@ -93,18 +92,17 @@ def submit_train(config: Any, checkpoint: str | Path, output: str | Path, worker
 def submit_bootstrap(spec: Any, data: str, output: str, boot: Any, time_limit: float | None,
                      wall_limit: float | None, workers: int | None, label: str, folder: str | Path,
                      partition: str | None = None, timeout_min: int = 240, mem_gb: float = 8, cpus: int = 2,
-                     requeues: int = 10, container: str | None = None) -> list[Any]:
+                     requeues: int = 10, container: str | None = None, knowledge: str | None = None) -> list[Any]:
     """One array task per resample not yet finished (none when all are); returns the submitit jobs."""
-    from hpc.bootstrap import finished, resample_folder, stamp
+    from hpc.bootstrap import finished, resample_folder, resample_stamp
     from hpc.data.tabular import read_data
-    from hpc.pef.checkpoint import data_hash
 
     x, variables = read_data(data)
-    done = finished(resample_folder(output), boot.resamples, stamp(data_hash(x, variables), asdict(spec), boot))
+    done = finished(resample_folder(output), boot.resamples, resample_stamp(x, variables, spec, boot, knowledge)[0])
     todo = [b for b in range(boot.resamples) if b not in done]
     if not todo:
         return []
     executor = _executor("psle-bootstrap", folder, partition, timeout_min, mem_gb, cpus, requeues, container)
     n = len(todo)
     return executor.map_array(BootstrapJob(), [spec] * n, [data] * n, [output] * n, [boot] * n, todo,
-                              [time_limit] * n, [wall_limit] * n, [workers] * n, [label] * n)
+                              [time_limit] * n, [wall_limit] * n, [workers] * n, [label] * n, [knowledge] * n)
