@@ -397,6 +397,9 @@ class PEF:
                 p = x.shape[1]
                 if p > self.partition.sparse_above:  # the neighbour search's blocks on the workers, once for both
                     k = max(self.partition.neighbours, self.fusion.candidates if p > self.fusion.candidates_above else 0)
+                    run.show.note(f"partition: {p} variables, above sparse_above={self.partition.sparse_above}: each "
+                                  f"variable's {k} strongest |r| on the workers, linkage on the "
+                                  f"{self.partition.neighbours} strongest")
                     self._near = nearest(run.executor.scatter(standardize(x)), p, k, run.executor.run)
                 clusters = partition(x, self.partition, self._near)
                 if run.memory is not None:
