@@ -156,6 +156,23 @@ def write_outputs(output: Path, freq: EdgeFrequencies, boot: Bootstrap, meta: di
     return graph
 
 
+def learn_resample(x: np.ndarray, variables: tuple[str, ...], b: int, boot: Bootstrap, learner: Any, folder: Path,
+                   expected: str, said: set[str]) -> PDAG:
+    """run_resample, passing on each kind of warning once (not once per resample: `said` holds those given);
+    a resample without a graph stops the bootstrap, the finished ones kept."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = run_resample(x, variables, b, boot, learner, folder, expected)
+    for w in caught:
+        if str(w.message)[:60] not in said:
+            said.add(str(w.message)[:60])
+            warnings.warn(str(w.message), w.category, stacklevel=3)
+    if graph is None:
+        raise PsleError(f"resample {b}: {learner.status_}; the finished resamples are kept in {folder}, "
+                        "rerun to continue (a larger --time-limit may help)")
+    return graph
+
+
 def bootstrap_file(data: str | Path, output: str | Path, spec: Any, boot: Bootstrap, time_limit: float | None,
                    wall_limit: float | None, parallel: bool = True, scheduler: str | None = None,
                    workers: int | None = None, label: str | None = None, only: list[int] | None = None,
@@ -195,17 +212,7 @@ def bootstrap_file(data: str | Path, output: str | Path, spec: Any, boot: Bootst
             if known is not None:
                 fresh.knowledge = known
                 fresh.validate()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                graph = run_resample(x, variables, b, boot, fresh, folder, expected)
-            for w in caught:  # each kind of warning once, not once per resample
-                if str(w.message)[:60] not in said:
-                    said.add(str(w.message)[:60])
-                    warnings.warn(str(w.message), w.category, stacklevel=2)
-            if graph is None:
-                raise PsleError(f"resample {b}: {fresh.status_}; the finished resamples are kept in {folder}, "
-                                "rerun to continue (a larger --time-limit may help)")
-            done[b] = graph
+            done[b] = learn_resample(x, variables, b, boot, fresh, folder, expected, said)
             show("bootstrap: resamples", len(done), boot.resamples)
     if len(done) < boot.resamples:
         return None

@@ -38,3 +38,15 @@ def test_no_import_runs_upward():
     upward = [f"{p.relative_to(ROOT)} imports hpc.{m}" for p in sorted(ROOT.rglob("*.py"))
               for m in imports(p) if layer(m) > layer(p.relative_to(ROOT).parts[0].removesuffix(".py"))]
     assert upward == []
+
+
+def test_no_function_in_hpc_runs_over_sixty_lines():
+    """Long functions hide steps that deserve names (the house's rule; data tables are module-level constants)."""
+    long, seen = [], 0
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                seen += 1
+                if node.end_lineno - node.lineno >= 60:
+                    long.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name}")
+    assert seen > 500 and not long, long

@@ -265,6 +265,12 @@ def add(sub) -> None:
     learn.add_argument("-o", "--output", required=True,
                        help="graph file to write (.json with the run's account, .csv, Tetrad .txt, .graphml or .dot)")
     slurm_options(learn, "the run", 240)
+    nodes_options(learn)
+    learn.set_defaults(func=run)
+
+
+def nodes_options(learn: argparse.ArgumentParser) -> None:
+    """--nodes and the worker jobs' request."""
     nodes = learn.add_argument_group("several nodes (dask workers as SLURM jobs, dask-jobqueue)")
     nodes.add_argument("--nodes", type=whole(1), default=None, metavar="N",
                        help="run the tasks (neighbour blocks, member runs, fusion and repair blocks) on N SLURM worker "
@@ -275,4 +281,3 @@ def add(sub) -> None:
                        help="memory per worker job (default: from the data's size and the cores)")
     nodes.add_argument("--worker-sbatch", action="append", default=[], metavar="DIRECTIVE",
                        help="an extra #SBATCH directive for each worker job, e.g. --worker-sbatch=--account=proj")
-    learn.set_defaults(func=run)
