@@ -306,10 +306,12 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     from hpc.pef.pipeline import PEF
 
     problem = tmp_path / "a.h5"
-    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "alarm", "--nodes", "400", "--seed", "1", "-o",
+    # BOSS on Alarm-1000's nine clusters on one worker: many seconds of runs left after the first two, so the
+    # requeue lands mid-run on any machine.
+    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "alarm", "--nodes", "1000", "--seed", "1", "-o",
                            str(problem)], capture_output=True).returncode == 0
     out, ckpt = tmp_path / "g.json", tmp_path / "g.checkpoint.h5"
-    run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "--method", "p-fges", "--param", "penalty=2",
+    run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "--method", "p-boss", "--param", "penalty=2",
                           "--pef", "whole_below=0", "--slurm", "--cpus", "1", "--mem-gb", "3", "--nodes", "1",
                           "--worker-cpus", "1", "--worker-mem-gb", "3", "-o", str(out)],
                          capture_output=True, text=True, timeout=300)
@@ -328,6 +330,7 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
         assert time.time() < deadline and not out.exists(), "the job made no progress, or ended too soon"
         time.sleep(0.3)
     subprocess.run(["scontrol", "requeue", job], check=True)
+    assert not out.exists(), "the run ended before the requeue: no resume to test"
     while not out.exists():
         assert time.time() < deadline + 400, "the requeued job did not finish"
         time.sleep(1)
@@ -335,7 +338,7 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     assert "resuming from" in logs and logs.count("starting 1 SLURM worker job ") == 2, logs[-2000:]
     assert "tasks in SLURM job" in logs or "task in SLURM job" in logs, logs[-2000:]
     data = read_problem(problem)
-    local = PEF([{"method": "fges", "penalty": 2}], progress=False,
+    local = PEF([{"method": "boss", "penalty": 2}], progress=False,
                 partition=PartitionConfig(whole_below=0)).fit(data.data, data.variables)
     assert read_json(out)[0] == local.graph_
 
