@@ -304,6 +304,7 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     from hpc.graphs.io import read_json
     from hpc.pef.partition import PartitionConfig
     from hpc.pef.pipeline import PEF
+    from hpc.pef.repair import RepairConfig
 
     problem = tmp_path / "a.h5"
     # BOSS on Alarm-1000's nine clusters on one worker: many seconds of runs left after the first two, so the
@@ -312,7 +313,8 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
                            str(problem)], capture_output=True).returncode == 0
     out, ckpt = tmp_path / "g.json", tmp_path / "g.checkpoint.h5"
     run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "--method", "p-boss", "--param", "penalty=2",
-                          "--pef", "whole_below=0", "--slurm", "--cpus", "1", "--mem-gb", "3", "--nodes", "1",
+                          "--pef", "whole_below=0", "--pef", "repair_rounds=0",  # repair ties follow JVM history
+                          "--slurm", "--cpus", "1", "--mem-gb", "3", "--nodes", "1",
                           "--worker-cpus", "1", "--worker-mem-gb", "3", "-o", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -338,8 +340,8 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     assert "resuming from" in logs and logs.count("starting 1 SLURM worker job ") == 2, logs[-2000:]
     assert "tasks in SLURM job" in logs or "task in SLURM job" in logs, logs[-2000:]
     data = read_problem(problem)
-    local = PEF([{"method": "boss", "penalty": 2}], progress=False,
-                partition=PartitionConfig(whole_below=0)).fit(data.data, data.variables)
+    local = PEF([{"method": "boss", "penalty": 2}], progress=False, partition=PartitionConfig(whole_below=0),
+                repair=RepairConfig(repair_rounds=0)).fit(data.data, data.variables)
     assert read_json(out)[0] == local.graph_
 
 
