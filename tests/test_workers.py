@@ -16,6 +16,9 @@ def test_data_shape_reads_only_the_header_and_counts_rows(tmp_path):
     tsv = tmp_path / "d.tsv"
     tsv.write_text("a\tb\n1\t2\n")
     assert data_shape(tsv) == (1, 2)
+    semicolons = tmp_path / "s.csv"
+    semicolons.write_text("a;b;c;d\n1,5;2;3;4\n")
+    assert data_shape(semicolons) == (1, 4)
     problem = benchmark_problem(40, 0, 123, network="asia")
     write_problem(tmp_path / "p.h5", problem)
     assert data_shape(tmp_path / "p.h5") == (123, problem.p)

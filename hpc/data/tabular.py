@@ -49,13 +49,8 @@ def _delimiter(path: Path, header_line: str) -> str:
     return expected
 
 
-def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
-    """(n × p float64 array, column names); rows are samples.
-
-    The fast C parser reads clean files; only a file it rejects is re-read as text to
-    find the offending cell. A UTF-8 byte-order mark (Excel's "CSV UTF-8") is dropped.
-    """
-    path = Path(path)
+def csv_header(path: Path) -> tuple[str, list[str]]:
+    """The column separator and the checked column names of a CSV/TSV file, from its header row alone."""
     if not path.is_file():
         raise PsleError(f"{path}: no such file")
     try:
@@ -74,6 +69,17 @@ def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
         if name in seen:
             raise PsleError(f"{path}: column name {name!r} appears twice")
         seen.add(name)
+    return sep, header
+
+
+def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(n × p float64 array, column names); rows are samples.
+
+    The fast C parser reads clean files; only a file it rejects is re-read as text to
+    find the offending cell. A UTF-8 byte-order mark (Excel's "CSV UTF-8") is dropped.
+    """
+    path = Path(path)
+    sep, header = csv_header(path)
     values = _parse(path, sep)
     if values is not None and len(values) == 0:
         raise PsleError(f"{path}: no data rows under the header")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import h5py
 
+from hpc.data.tabular import csv_header
 from hpc.errors import PsleError
 from hpc.executors import WorkerJob
 from hpc.launch.preflight import check_resources
@@ -45,11 +46,11 @@ def data_shape(path: str | Path) -> tuple[int, int]:
                 raise PsleError(f"{path}: no 2-D /data in this problem file")
             n, p = f["data"].shape
             return int(n), int(p)
+    _, header = csv_header(path)  # the separator (comma, tab or semicolon) as psle learn will read it
     with open(path, "rb") as f:
-        header = f.readline().decode("utf-8", "replace")
+        f.readline()
         rows = sum(1 for line in f if line.strip())
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
-    return rows, len(header.split(sep))
+    return rows, len(header)
 
 
 def worker_gb(n: int, p: int, cores: int) -> int:
