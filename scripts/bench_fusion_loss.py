@@ -21,6 +21,7 @@ from hpc.executors import make_executor
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import evaluate
 from hpc.graphs.pdag import PDAG
+from hpc.pef.partition import cluster_labels
 from hpc.run import MethodSpec, build_estimator
 
 WHOLE = {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True}
@@ -77,9 +78,7 @@ def main() -> None:
                                                  pef_options=options), executor=executor, progress=False)
                 pef.fit(problem.data, problem.variables)
                 runs.append((name, pef.graph_, time.perf_counter() - start))
-        label = np.empty(problem.p, dtype=np.int64)
-        for c, idx in enumerate(pef.clusters_):
-            label[idx] = c
+        label = cluster_labels(pef.clusters_, problem.p)
         start = time.perf_counter()
         whole = build_estimator(MethodSpec("fges", False, members=(WHOLE,))).fit(problem.data, problem.variables)
         whole_seconds = time.perf_counter() - start

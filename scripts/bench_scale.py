@@ -26,7 +26,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.graphs.pdag import PDAG
 from hpc.executors import DaskExecutor
 from hpc.pef.fusion import FusionConfig, fuse
-from hpc.pef.partition import PartitionConfig, partition, standardize
+from hpc.pef.partition import PartitionConfig, cluster_labels, partition, standardize
 from hpc.pef.pipeline import screener
 from hpc.resources import PeakMemory
 
@@ -50,9 +50,7 @@ def measure(network: str, nodes: int, seed: int, executor: DaskExecutor, prescre
     row.update(partition_s=time.perf_counter() - start, partition_mb=mem.peak / 2**20,
                clusters=len(clusters), sizes=f"{min(map(len, clusters))}–{max(map(len, clusters))}")
 
-    label = np.empty(row["p"], dtype=np.int64)
-    for c, idx in enumerate(clusters):
-        label[idx] = c
+    label = cluster_labels(clusters, row["p"])
     true = problem.truth.directed
     inside = true[label[true[:, 0]] == label[true[:, 1]]]
     union = PDAG(problem.variables, inside)

@@ -19,14 +19,12 @@ import numpy as np
 from benchlib import problem as make_problem
 from hpc.graphs.pdag import PDAG
 from hpc.pef.fusion import FusionConfig, fuse
-from hpc.pef.partition import PartitionConfig, partition, standardize
+from hpc.pef.partition import PartitionConfig, cluster_labels, partition, standardize
 from hpc.resources import PeakMemory
 
 
 def run(prob, clusters: list[np.ndarray], config: FusionConfig) -> dict:
-    label = np.empty(prob.p, dtype=np.int64)
-    for c, idx in enumerate(clusters):
-        label[idx] = c
+    label = cluster_labels(clusters, prob.p)
     true = prob.truth.directed
     inside = label[true[:, 0]] == label[true[:, 1]]
     union = PDAG(prob.variables, true[inside])

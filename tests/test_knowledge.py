@@ -15,7 +15,7 @@ from hpc.graphs.knowledge import parse_knowledge
 from hpc.graphs.metrics import evaluate
 from hpc.graphs.pdag import PDAG
 from hpc.learners.members import member_from_spec
-from hpc.pef.partition import PartitionConfig
+from hpc.pef.partition import PartitionConfig, cluster_labels
 from hpc.pef.pipeline import PEF
 
 NAMES = tuple("abcde")
@@ -125,9 +125,7 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_and_repair(method):
     truth = problem.truth
     settings = {"partition": PartitionConfig(whole_below=0), "progress": False, **PEF_METHODS[method]}
     free = PEF(**settings).fit(problem.data, problem.variables)
-    label = np.empty(truth.p, dtype=np.int64)
-    for c, idx in enumerate(free.clusters_):
-        label[idx] = c
+    label = cluster_labels(free.clusters_, truth.p)
     cross = [tuple(e) for e in truth.directed.tolist() if label[e[0]] != label[e[1]]]
     found = {frozenset(e[:2]) for e in free.graph_.named_edges()}
     inside = [e for e in truth.directed.tolist() if label[e[0]] == label[e[1]]

@@ -10,8 +10,8 @@ from hpc.data.generate import benchmark_problem
 from hpc.graphs.pdag import PDAG
 from hpc.pef.fusion import FusionConfig, ParentSets, f1_candidates, FusionStats, fuse, screen_serial
 from hpc.pef.neighbours import nearest, row_blocks, similarity_graph, strongest
-from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cut, distance_matrix, partition,
-                               sparse_average_linkage, sparse_cluster_distances, standardize)
+from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cluster_labels, cut, distance_matrix,
+                               partition, sparse_average_linkage, sparse_cluster_distances, standardize)
 
 
 def correlated(p: int, n: int = 300, seed: int = 0) -> np.ndarray:
@@ -74,9 +74,7 @@ def test_sparse_partition_keeps_alarm_replicas_together():
     clusters = partition(problem.data, PartitionConfig(whole_below=0, sparse_above=0, neighbours=10, max_size=200))
     assert sorted(np.concatenate(clusters).tolist()) == list(range(problem.p))
     assert max(len(c) for c in clusters) <= 200 + 50
-    label = np.empty(problem.p, dtype=np.int64)
-    for c, idx in enumerate(clusters):
-        label[idx] = c
+    label = cluster_labels(clusters, problem.p)
     true = problem.truth.directed
     assert (label[true[:, 0]] == label[true[:, 1]]).mean() > 0.8  # most true edges inside a cluster
 
@@ -85,9 +83,7 @@ def test_sparse_partition_keeps_alarm_replicas_together():
 def fused_alarm():
     problem = benchmark_problem(200, 0, 500, network="alarm")
     clusters = partition(problem.data, PartitionConfig())
-    label = np.empty(problem.p, dtype=np.int64)
-    for c, idx in enumerate(clusters):
-        label[idx] = c
+    label = cluster_labels(clusters, problem.p)
     true = problem.truth.directed
     union = PDAG(problem.variables, true[label[true[:, 0]] == label[true[:, 1]]])  # oracle cluster DAGs
     return problem, clusters, union, standardize(problem.data, np.float64)

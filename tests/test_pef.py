@@ -18,7 +18,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.executors import DaskExecutor, SerialExecutor
 from hpc.pef.checkpoint import RunCheckpoint
 from hpc.pef.fusion import FusionConfig, ParentSets, fisher_z_pvalues, fuse, partial_correlations, screen_block
-from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cut, distance_matrix,
+from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cluster_labels, cut, distance_matrix,
                                large_cluster_counts, merge_small, partition, standardize)
 from hpc.pef.pipeline import PEF, WallLimitHit, screener
 
@@ -421,9 +421,7 @@ class CountingExecutor(SerialExecutor):
 def test_fusion_resumes_from_the_cluster_pairs_a_killed_run_had_screened(tmp_path):
     problem = benchmark_problem(200, 0, 500, network="alarm")
     clusters = partition(problem.data, PartitionConfig())
-    label = np.empty(len(problem.variables), dtype=np.int64)
-    for c, idx in enumerate(clusters):
-        label[idx] = c
+    label = cluster_labels(clusters, len(problem.variables))
     true = problem.truth.directed
     union = PDAG(problem.variables, true[label[true[:, 0]] == label[true[:, 1]]])  # oracle cluster DAGs
     z, n, config = standardize(problem.data, np.float64), problem.n, FusionConfig()

@@ -21,6 +21,7 @@ from hpc.graphs.equivalence import reaches
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import residual_variance
 from hpc.pef.neighbours import row_blocks, strongest
+from hpc.pef.partition import cluster_labels
 
 
 @dataclass(frozen=True)
@@ -302,9 +303,7 @@ def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: Pa
     data: tuple[np.ndarray, ...]
     blocks: Blocks
     if p > config.candidates_above:
-        labels = np.empty(p, dtype=np.int64)
-        for c, idx in enumerate(clusters):
-            labels[idx] = c
+        labels = cluster_labels(clusters, p)
         what = "blocks of variables"
         if near is not None and near.shape[1] >= config.candidates:
             fn, data = screen_near, (z,)

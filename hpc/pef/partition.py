@@ -80,6 +80,14 @@ def standardize(x: np.ndarray, dtype: type = np.float32) -> np.ndarray:
     return (z / norms).astype(dtype)
 
 
+def cluster_labels(clusters: list[np.ndarray], p: int) -> np.ndarray:
+    """Each of the p variables' cluster (its index in `clusters`)."""
+    labels = np.empty(p, dtype=np.int64)
+    for c, idx in enumerate(clusters):
+        labels[idx] = c
+    return labels
+
+
 def context_variables(z: np.ndarray, cluster: np.ndarray, count: int) -> np.ndarray:
     """The `count` variables outside `cluster` most correlated (|r|, max over the cluster) with it;
     `z` is the standardized data (`standardize`)."""
