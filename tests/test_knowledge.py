@@ -80,12 +80,17 @@ def test_every_learner_honours_knowledge_against_the_data(spec):
     assert frozenset("ab") not in edges and edges[frozenset("de")] == ("d", "e", "-->")
 
 
+def chain_files(folder: Path) -> str:
+    """d.csv (strong_chain's data) and k.txt (TEXT) in `folder`; the psle command."""
+    x = strong_chain()
+    (folder / "d.csv").write_text("a,b,c,d,e\n" + "\n".join(",".join(f"{v:.6f}" for v in r) for r in x) + "\n")
+    (folder / "k.txt").write_text(TEXT)
+    return str(Path(sys.executable).parent / "psle")
+
+
 @pytest.mark.jvm
 def test_psle_learn_knowledge_from_a_file(tmp_path):
-    psle = str(Path(sys.executable).parent / "psle")
-    x = strong_chain()
-    (tmp_path / "d.csv").write_text("a,b,c,d,e\n" + "\n".join(",".join(f"{v:.6f}" for v in r) for r in x) + "\n")
-    (tmp_path / "k.txt").write_text(TEXT)
+    psle = chain_files(tmp_path)
     run = subprocess.run([psle, "learn", "d.csv", "--method", "boss", "--param", "penalty=2", "--knowledge", "k.txt",
                           "-o", "g.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -149,10 +154,7 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_and_repair(method):
 
 @pytest.mark.jvm
 def test_bootstrap_runs_every_resample_under_the_knowledge(tmp_path):
-    psle = str(Path(sys.executable).parent / "psle")
-    x = strong_chain()
-    (tmp_path / "d.csv").write_text("a,b,c,d,e\n" + "\n".join(",".join(f"{v:.6f}" for v in r) for r in x) + "\n")
-    (tmp_path / "k.txt").write_text(TEXT)
+    psle = chain_files(tmp_path)
     run = subprocess.run([psle, "learn", "d.csv", "--method", "fges", "--knowledge", "k.txt", "--bootstrap", "3",
                           "--serial", "-o", "g.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -140,6 +140,15 @@ def test_a_sweep_task_preempted_while_running_is_pending_not_a_failure(tmp_path,
     assert "stopped by SLURM" in logs[0].read_text() or "Restarts=0" not in restarts
 
 
+def checkpointed_runs(checkpoint: Path) -> int:
+    """Member runs a psle learn checkpoint holds so far (0 before the job has written it)."""
+    try:
+        with h5py.File(checkpoint, "r") as f:
+            return len(json.loads(f["runs"][()].decode()))
+    except (OSError, KeyError):
+        return 0
+
+
 @pytest.mark.slow
 def test_psle_learn_as_a_slurm_job_resumes_its_checkpoint_after_a_requeue(tmp_path):
     from hpc.pef.pipeline import PEF
@@ -155,15 +164,8 @@ def test_psle_learn_as_a_slurm_job_resumes_its_checkpoint_after_a_requeue(tmp_pa
     job = run.stderr.split("submitted SLURM job ")[1].split()[0]
     assert f"it resumes {ckpt}" in run.stderr
 
-    def finished() -> int:
-        try:
-            with h5py.File(ckpt, "r") as f:
-                return len(json.loads(f["runs"][()].decode()))
-        except (OSError, KeyError):
-            return 0
-
     deadline = time.time() + 300
-    while finished() < 2:
+    while checkpointed_runs(ckpt) < 2:
         assert time.time() < deadline and not out.exists(), "the job made no progress, or ended too soon"
         time.sleep(0.3)
     subprocess.run(["scontrol", "requeue", job], check=True)
@@ -322,15 +324,8 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     assert run.returncode == 0, run.stderr
     job = run.stderr.split("submitted SLURM job ")[1].split()[0]
 
-    def finished() -> int:
-        try:
-            with h5py.File(ckpt, "r") as f:
-                return len(json.loads(f["runs"][()].decode()))
-        except (OSError, KeyError):
-            return 0
-
     deadline = time.time() + 400
-    while finished() < 2:
+    while checkpointed_runs(ckpt) < 2:
         assert time.time() < deadline and not out.exists(), "the job made no progress, or ended too soon"
         time.sleep(0.3)
     subprocess.run(["scontrol", "requeue", job], check=True)
