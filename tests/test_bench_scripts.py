@@ -94,3 +94,14 @@ def test_bench_cost_recovers_a_known_power_law_and_predicts_the_held_out_size(tm
     assert abs(predicted - measured) <= 1
     one_core = 1e-3 * 10000**1.5 + 2e-4 * 10000**2
     assert f"{one_core / 3600:.1f} h" in out
+
+
+def test_bench_calibration_bins_every_pair_of_the_frequency_table_against_the_truth(tmp_path):
+    out = bench("bench_calibration.py", "--problems", "asia", "--nodes", "40", "--resamples", "3",
+                "--work", str(tmp_path), "--png", str(tmp_path / "c.png"), "--jsonl", str(tmp_path / "rows.jsonl"))
+    assert "| asia-40 |" in out and (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    row = json.loads((tmp_path / "rows.jsonl").read_text())
+    table = (tmp_path / "asia-40-0-b3.frequencies.csv").read_text().splitlines()
+    assert sum(b["pairs"] for b in row["bins"]) == len(table) - 1  # every pair seen once, in one bin
+    assert all(b["adjacent"] <= b["pairs"] for b in row["bins"])
+    assert sum(b["adjacent"] for b in row["bins"]) <= row["true_edges"]
