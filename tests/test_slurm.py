@@ -297,8 +297,6 @@ def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="unsettled: after the requeue the resumed run's logs or graph did not always match; "
-                         "being fixed (the repair's ties follow the JVM worker's history)")
 def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_is_requeued(tmp_path):
     """--slurm --nodes 1: the run (dask's scheduler) is a SLURM job and its worker another (the two fill this
     2-core node). Requeued after two member runs, the run's job starts again with a new worker job, resumes its
