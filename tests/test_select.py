@@ -615,8 +615,7 @@ def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same
     problem, fast_fges = _fges_that_runs_away(monkeypatch, calls, kill_at)
 
     def fit(path):
-        # No repair: its Tetrad search breaks score ties by identity hashes, which follow the JVM worker's
-        # history, and the resumed run's worker has run fewer searches; this test is about the member runs.
+        # No repair: this test is about the member runs (test_repair.py resumes a run killed in the repair).
         return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, partition=CUT, runaway=600,
                    checkpoint=str(path), repair=RepairConfig(repair_rounds=0)).fit(problem.data, problem.variables)
 
