@@ -105,3 +105,19 @@ def test_bench_calibration_bins_every_pair_of_the_frequency_table_against_the_tr
     assert sum(b["pairs"] for b in row["bins"]) == len(table) - 1  # every pair seen once, in one bin
     assert all(b["adjacent"] <= b["pairs"] for b in row["bins"])
     assert sum(b["adjacent"] for b in row["bins"]) <= row["true_edges"]
+
+
+def test_bench_table_puts_rows_the_committed_results_and_the_paper_side_by_side(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"network": "alarm", "nodes": 1000, "seed": s, "method": "psle", "status": "ok",
+                                        "f1_adjacent": f, "f1_arrowhead": 0.5, "shd": 100 * (s + 1), "seconds": 10.0})
+                            + "\n" for s, f in ((0, 0.9), (1, 0.8))))
+    out = bench("bench_table.py", str(rows), "--before", "results/paper_table_1000", "p-sle",
+                "--paper", "tab:results_1000", "p-sle")
+    lines = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
+             if line.startswith("| p") and not line.startswith("| method")}
+    assert lines["psle"] == "0.850 / 0.500 / 150 (10 s)"  # the means over seeds 0 and 1, by hand
+    committed = [json.loads((ROOT / "results/paper_table_1000/p-sle/alarm-1000" / f"seed{s}.json").read_text())
+                 for s in (0, 1)]
+    assert lines["p-sle (paper_table_1000)"].startswith(f"{sum(c['f1_adjacent'] for c in committed) / 2:.3f} / ")
+    assert lines["p-sle (the paper)"] == "0.810 / 0.680 / 626"  # Table V's Alarm cell
