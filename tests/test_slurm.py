@@ -394,3 +394,46 @@ def test_bench_nodes_runs_over_worker_jobs_and_matches_the_local_graph(tmp_path)
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "same graph as the local run: True" in run.stdout and "| estimation |" in run.stdout, run.stdout
+
+
+@pytest.mark.slow
+def test_bootstrap_array_with_a_task_requeued_mid_resample_completes_and_runs_no_resample_twice(tmp_path):
+    """psle learn --bootstrap 3 --slurm --wait: one array task per resample, two at a time on this node. Task 0 is
+    requeued while its resample runs: it runs that resample again, the other tasks' resample files are written
+    once and never touched again, and the consensus is written from all three."""
+    from hpc.bootstrap import resample_folder
+
+    problem = tmp_path / "a.h5"
+    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "alarm", "--nodes", "1000", "--seed", "1", "-o",
+                           str(problem)], capture_output=True).returncode == 0
+    out = tmp_path / "g.json"
+    run = subprocess.Popen([str(BIN / "psle"), "learn", str(problem), "--method", "p-boss", "--param", "penalty=2",
+                            "--pef", "whole_below=0", "--pef", "repair_rounds=0", "--bootstrap", "3", "--slurm",
+                            "--wait", "--cpus", "1", "--mem-gb", "3", "--workers", "1", "-o", str(out)],
+                           stderr=(tmp_path / "err.txt").open("w"))
+    folder, logs = resample_folder(out), tmp_path / ".submitit"
+
+    def starts(task: int) -> int:
+        return sum(p.read_text().count(" resamples of ") for p in logs.glob(f"*_{task}_0_log.err"))
+
+    deadline = time.time() + 600
+    while starts(0) < 1:
+        assert time.time() < deadline and run.poll() is None, "task 0 never started"
+        time.sleep(0.3)
+    job = next(logs.glob("*_0_log.err")).name.split("_")[0]
+    assert not (folder / "resample-00000.json").exists(), "task 0 finished before the requeue: no resume to test"
+    subprocess.run(["scontrol", "requeue", f"{job}_0"], check=True)
+    written: dict[str, float] = {}
+    while run.poll() is None:
+        for p in folder.glob("resample-*.json"):
+            written.setdefault(p.name, p.stat().st_mtime_ns)
+        assert time.time() < deadline + 600, "the bootstrap did not finish"
+        time.sleep(0.3)
+    assert run.returncode == 0, (tmp_path / "err.txt").read_text()[-2000:]
+    assert starts(0) == 2 and starts(1) == 1 and starts(2) == 1
+    assert "the requeued task runs this resample again" in next(logs.glob("*_0_0_log.err")).read_text()
+    for name in ("resample-00001.json", "resample-00002.json"):
+        assert (folder / name).stat().st_mtime_ns == written[name]  # written once, never run again
+    doc = json.loads(out.read_text())
+    assert doc["edges"] and doc["meta"]["bootstrap"]["resamples"] == 3
+    assert len(out.with_suffix(".frequencies.csv").read_text().splitlines()) > 1

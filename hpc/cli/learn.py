@@ -103,8 +103,9 @@ def run(args: argparse.Namespace) -> None:
     from hpc.run import build_estimator, learn_file
 
     check_output(args.output, GRAPH_FORMATS, "the graph file", inputs=(args.data,))
-    if args.slurm and args.checkpoint is None and args.method.startswith("p-"):
-        args.checkpoint = str(Path(args.output).with_suffix(".checkpoint.h5"))  # a requeued job resumes from it
+    if args.slurm and args.checkpoint is None and args.method.startswith("p-") and not args.bootstrap:
+        # a requeued job resumes from it (a bootstrap keeps its finished resamples instead)
+        args.checkpoint = str(Path(args.output).with_suffix(".checkpoint.h5"))
     if args.checkpoint:
         check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint", inputs=(args.data, args.output))
     spec = method_spec(args)

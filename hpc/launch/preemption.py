@@ -17,19 +17,24 @@ import time
 from collections.abc import Iterator
 
 GRACE = 5.0  # seconds for a SIGTERM sent with the workers' to reach this process too
-# Said as the signal arrives, before it is known whether the task still finishes within SLURM's KillWait.
-MESSAGE = (b"psle: stopped by SLURM (preemption, requeue or time limit); unless this task finishes before "
-           b"SLURM's kill, the requeued task resumes from its checkpoint\n")
+
+
+def message(then: str) -> bytes:
+    """Said as the signal arrives, before it is known whether the task still finishes within SLURM's KillWait."""
+    return (f"psle: stopped by SLURM (preemption, requeue or time limit); unless this task finishes before "
+            f"SLURM's kill, the requeued task {then}\n").encode()
 
 
 @contextlib.contextmanager
-def preemption_guard() -> Iterator[threading.Event]:
+def preemption_guard(then: str = "resumes from its checkpoint") -> Iterator[threading.Event]:
+    """`then`: what the requeued task will do, for the line said as the signal arrives."""
+    said = message(then)
     stopped = threading.Event()
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum: int, frame: object) -> None:
         if not stopped.is_set():
-            os.write(2, MESSAGE)  # not print: the main thread may be inside a write to stderr
+            os.write(2, said)  # not print: the main thread may be inside a write to stderr
             logging.getLogger("distributed").setLevel(logging.CRITICAL)  # the dying workers' comm errors
         stopped.set()
         if callable(previous):  # submitit's own handler (it logs and lets SLURM requeue)

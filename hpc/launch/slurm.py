@@ -53,7 +53,7 @@ class BootstrapJob(submitit.helpers.Checkpointable):
         from hpc.bootstrap import bootstrap_file
         from hpc.launch.preemption import preemption_guard
 
-        with preemption_guard():
+        with preemption_guard("runs this resample again (finished ones are kept)"):
             bootstrap_file(data, output, spec, boot, time_limit, wall_limit, True, None, workers, label,
                            only=[resample], knowledge=knowledge)
         return resample
