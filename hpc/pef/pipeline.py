@@ -37,6 +37,7 @@ from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
+from hpc.pef.rival import CHECKPOINT_KEY, RIVAL, judged, outcome, rival_limit, run_rival
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -141,7 +142,7 @@ def lost_status(lost: list[str]) -> str:
 
 
 #: The steps a fit times, in order (`seconds_`; selection only with per-cluster selection).
-STEPS = ("partition", "selection", "estimation", "fusion", "repair")
+STEPS = ("partition", "selection", "estimation", "fusion", "repair", "rival")
 
 
 @dataclass
@@ -351,7 +352,7 @@ class PEF:
                    "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
-        """partition -> plan (which members run where) -> estimate -> fuse -> repair; `graph_` stays None when
+        """partition -> plan (which members run where) -> estimate -> fuse -> repair -> rival; `graph_` stays None when
         a cluster lost every member or the wall limit passed (`status_` says which)."""
         self.validate()
         self.members_ = self.ensemble()
@@ -368,12 +369,13 @@ class PEF:
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
         expired = run.expired()  # then one note, not a warning per run
         union = self._union(variables, clusters, searched, estimation, expired)
-        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = None
+        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.rival_ = None
         z = standardize(x, np.float64)
         try:
             if not expired:
                 self._fuse_step(z, union, clusters, run)
                 self._repair_step(z, clusters, run)
+                self._rival_step(x, variables, clusters, run)
         except WallLimitHit:
             expired = True
         if expired:
@@ -411,7 +413,7 @@ class PEF:
                              if p < self.partition.whole_below else ""))
         else:
             run.show.note(f"partition: {len(clusters)} clusters, sizes {sorted(len(c) for c in clusters)}")
-        self.resumed_runs_ = 0 if run.memory is None else len(run.memory.runs)
+        self.resumed_runs_ = 0 if run.memory is None else sum(c >= 0 for c, _ in run.memory.runs)
         if self.resumed_runs_:
             run.show.note(f"resuming from {self.checkpoint}: {self.resumed_runs_} member runs already finished")
         return clusters
@@ -513,6 +515,31 @@ class PEF:
                 self.graph_, self.repair_["knowledge_fixed"] = known.kept(self.graph_)
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
+    def _rival_step(self, x: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray], run: FitRun) -> None:
+        """Up to `repair.rival_upto` variables, one whole-problem fGES as a rival; the higher BIC stands
+        (hpc.pef.rival). Its run is kept in the checkpoint like a member run."""
+        p = x.shape[1]
+        if self.graph_ is None or len(clusters) == 1 or p > self.repair.rival_upto:
+            return
+        with run.timed("rival"):
+            cov = covariance(x)
+            stored = None if run.memory is None else run.memory.runs.get(CHECKPOINT_KEY)
+            if stored is not None and stored.spec == RIVAL:
+                result = stored
+                run.show.note("resuming: the whole-problem rival's run is in the checkpoint")
+            else:
+                spent = sum(r.seconds for runs in self.cluster_runs_ for r in runs if r is not None)
+                limit = rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", [])))
+                run.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {p} variables, "
+                              f"at most {limit:.0f} s (rival_upto={self.repair.rival_upto})")
+                result = run_rival(run.executor, cov, run.n, variables, limit, run.deadline, self._known())
+                if run.memory is not None:
+                    run.memory.put(*CHECKPOINT_KEY, result)
+            self.graph_, self.rival_ = judged(self.graph_, result, cov, run.n)
+            if self.rival_["kept"] == "rival":
+                self.dag_ = pdag_to_dag(self.graph_, strict=False)
+            run.show.note(f"rival: {outcome(self.rival_)}")
+
     def result_meta(self) -> dict[str, Any]:
         return {
             "members": self.members_,
@@ -529,6 +556,7 @@ class PEF:
                                                       self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
             "repair": self.repair_,
+            "rival": self.rival_,
             **({"placements": self.placements_} if self.placements_ else {}),  # step -> tasks per SLURM worker job
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},

@@ -56,11 +56,16 @@ class RepairConfig:
     repair_penalty: float = 2.0
     # Variables per repair search (the core of a block; its halo comes on top).
     repair_block: int = MAX_BLOCK
+    # Up to this many variables, one whole-problem fGES runs after the repair as a rival and the graph with the
+    # higher BIC stands (hpc.pef.rival); 0 = never. About where one whole fGES takes as long as PEF: at
+    # 1,000-2,000 variables on er (the held-out problems of BENCHMARKS.md's history).
+    rival_upto: int = 2000
 
     def validate(self) -> None:
         check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
         check_number("repair_penalty", self.repair_penalty, 1.0, 1000.0)
         check_number("repair_block", self.repair_block, 10, 10_000_000, integer=True)
+        check_number("rival_upto", self.rival_upto, 0, 10_000_000, integer=True)
 
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:

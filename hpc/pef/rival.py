@@ -1,0 +1,68 @@
+"""PEF's last step on problems small enough: one whole-problem search as a rival to PEF's graph, and the
+graph with the higher BIC stands.
+
+Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one
+whole fGES (faithfulness assumed) is more accurate than PEF with its repair, while on the bnlearn
+replicas PEF is. BIC needs no truth, and on the tuning problems (seed 100 of Alarm, er, hub and sf
+at 1,000 variables) it preferred the more accurate of the two every time, at penalties 1, 2, 2.54
+and 4 alike. Up to `rival_upto` variables a whole fGES takes about as long as PEF; it runs on a
+worker under a time limit (LIMIT_FACTOR times the seconds PEF's member runs and repair took, at least
+LIMIT_FLOOR; those seconds are in a checkpoint too, so a resumed run gives the rival the same limit), so
+where one whole search is much slower than PEF (scale-free hubs, layered cascades) it is cut and PEF's
+graph stands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hpc.graphs.knowledge import Knowledge
+from hpc.graphs.pdag import PDAG
+from hpc.learners.bic import bic
+from hpc.learners.ensemble import MemberRun, run_member
+from hpc.learners.members import OK
+
+#: The rival: fGES with faithfulness at the learned ensemble's winning penalty (λ 2.54, at most 91 parents),
+#: the whole-problem baseline of BENCHMARKS.md.
+RIVAL: dict[str, Any] = {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True}
+LIMIT_FACTOR = 2.0
+LIMIT_FLOOR = 60.0
+#: Where a checkpoint keeps the rival's run (member runs use cluster indices from 0).
+CHECKPOINT_KEY = (-1, 0)
+
+
+def rival_limit(spent: float) -> float:
+    """Seconds the rival may take after PEF's runs took `spent` seconds."""
+    return max(LIMIT_FLOOR, LIMIT_FACTOR * spent)
+
+
+def judged(graph: PDAG, run: MemberRun, cov: np.ndarray, n: int) -> tuple[PDAG, dict[str, Any]]:
+    """The graph that stands (PEF's `graph` or the rival's), and the account: BICs (penalty 1, as the
+    ensemble's rule), which was kept, the rival's seconds and status."""
+    account: dict[str, Any] = {"method": dict(run.spec), "status": run.status, "seconds": round(run.seconds, 3)}
+    if run.status != OK or run.directed is None:
+        return graph, {**account, "kept": "pef", **({"why": run.error} if run.error else {})}
+    other = PDAG(graph.variables, run.directed, run.undirected)
+    mine, theirs = bic(graph, cov, n), bic(other, cov, n)
+    kept = "rival" if theirs > mine else "pef"
+    return (other if kept == "rival" else graph), {**account, "bic_pef": round(mine, 3), "bic_rival": round(theirs, 3),
+                                                   "kept": kept}
+
+
+def run_rival(executor: Any, cov: np.ndarray, n: int, variables: tuple[str, ...], limit: float,
+              deadline: float | None, knowledge: Knowledge | None) -> MemberRun:
+    """The rival's run on one of `executor`'s workers, with every thread it has."""
+    task = (RIVAL, executor.scatter(cov, broadcast=False), n, variables, limit, executor.task_threads(1),
+            deadline, knowledge)
+    return next(iter(executor.run(run_member, [task])))[1]
+
+
+def outcome(account: dict[str, Any]) -> str:
+    """What the rival step decided, in one line."""
+    if account["kept"] == "rival":
+        return f"its graph stands, BIC {account['bic_rival']:,.0f} against PEF's {account['bic_pef']:,.0f}"
+    if "bic_rival" in account:
+        return f"PEF's graph stands, BIC {account['bic_pef']:,.0f} against the rival's {account['bic_rival']:,.0f}"
+    return f"PEF's graph stands (the rival {account['status']} after {account['seconds']:.0f} s)"

@@ -1,0 +1,90 @@
+"""The whole-problem rival after the repair: the higher BIC stands (hand-built cases), the rival is Tetrad's
+own whole-problem fGES, it is skipped where it should be, and a resumed run takes it from the checkpoint."""
+
+import h5py
+import numpy as np
+import pytest
+
+from hpc.data.generate import SEM, benchmark_problem, sample
+from hpc.graphs.equivalence import dag_to_cpdag
+from hpc.graphs.metrics import compare
+from hpc.graphs.pdag import PDAG
+from hpc.learners.bic import bic, covariance
+from hpc.learners.ensemble import MemberRun
+from hpc.learners.members import OK, TIMED_OUT, member_from_spec
+from hpc.pef.partition import PartitionConfig
+from hpc.pef.pipeline import PEF
+from hpc.pef.repair import RepairConfig
+from hpc.pef.rival import LIMIT_FLOOR, RIVAL, judged, outcome, rival_limit
+
+CHAIN = PDAG(tuple("abcd"), [(0, 1), (1, 2), (2, 3)])
+
+
+def chain_data() -> np.ndarray:
+    return sample(SEM(CHAIN, np.full(3, 0.8), np.ones(4)), 2000, np.random.default_rng(0))
+
+
+def test_the_graph_with_the_higher_bic_stands_whichever_found_it():
+    x = chain_data()
+    cov, n = covariance(x), len(x)
+    truth, broken = dag_to_cpdag(CHAIN), PDAG(CHAIN.variables, [(0, 1)])  # broken: two of the chain's edges gone
+    as_run = lambda g: MemberRun(RIVAL, OK, g.directed, g.undirected, None, 1.5)  # noqa: E731
+    graph, account = judged(broken, as_run(truth), cov, n)
+    assert graph == truth and account["kept"] == "rival"
+    assert account["bic_rival"] == pytest.approx(bic(truth, cov, n), abs=1e-3)
+    assert account["bic_rival"] > account["bic_pef"]
+    graph, account = judged(truth, as_run(broken), cov, n)
+    assert graph == truth and account["kept"] == "pef" and account["bic_pef"] > account["bic_rival"]
+    assert outcome(account).startswith("PEF's graph stands, BIC ")
+
+
+def test_a_rival_that_timed_out_leaves_the_pef_graph():
+    x = chain_data()
+    graph, account = judged(dag_to_cpdag(CHAIN), MemberRun(RIVAL, TIMED_OUT, None, None, None, 61.0),
+                            covariance(x), len(x))
+    assert graph == dag_to_cpdag(CHAIN) and account["kept"] == "pef" and "bic_rival" not in account
+    assert outcome(account) == f"PEF's graph stands (the rival {TIMED_OUT} after 61 s)"
+
+
+def test_the_rival_may_take_twice_pefs_seconds_and_never_less_than_the_floor():
+    assert rival_limit(0.0) == LIMIT_FLOOR and rival_limit(500.0) == 1000.0
+
+
+SPARSE = [{"method": "fges", "penalty": 40.0}]  # a member that misses many edges
+
+
+@pytest.mark.jvm
+def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_path):
+    problem = benchmark_problem(200, 2, graph="er")
+    cut = PartitionConfig(whole_below=0)
+    pef = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0)).fit(
+        problem.data, problem.variables)
+    assert len(pef.clusters_) > 1 and pef.rival_["kept"] == "rival"
+    whole = member_from_spec(RIVAL, None, 1).fit(problem.data, problem.variables)
+    assert compare(pef.graph_, whole.graph_).shd == 0
+    assert pef.result_meta()["rival"]["bic_rival"] > pef.result_meta()["rival"]["bic_pef"]
+    off = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=0)).fit(
+        problem.data, problem.variables)
+    assert off.rival_ is None and compare(off.graph_, problem.truth).shd > compare(pef.graph_, problem.truth).shd
+    small = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=199)).fit(
+        problem.data, problem.variables)
+    assert small.rival_ is None  # 200 variables, above rival_upto
+
+
+@pytest.mark.jvm
+def test_a_resumed_run_takes_the_rival_from_the_checkpoint(tmp_path):
+    problem = benchmark_problem(200, 2, graph="er")
+    ckpt = tmp_path / "run.h5"
+
+    def fit() -> PEF:
+        return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
+                   repair=RepairConfig(repair_rounds=0), checkpoint=str(ckpt)).fit(problem.data, problem.variables)
+
+    first = fit()
+    with h5py.File(ckpt) as f:
+        recorded = int(f.attrs["recorded"])
+    again = fit()
+    with h5py.File(ckpt) as f:
+        assert int(f.attrs["recorded"]) == recorded  # nothing ran again, the rival included
+    assert again.graph_ == first.graph_ and again.rival_ == first.rival_
+    assert again.resumed_runs_ == len(first.clusters_)  # member runs only; the rival is not one of them
