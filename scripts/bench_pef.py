@@ -25,6 +25,7 @@ from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
+import yaml
 from benchlib import grid, seeds_arg, summary
 from hpc.cli.learn import parse_params
 from hpc.learners.ensemble import load_sle
@@ -34,8 +35,11 @@ from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
 from hpc.run import pef_configs
 
+CONF = Path(__file__).resolve().parents[1] / "hpc" / "conf"
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
-SINGLE = {"p-fges": {"method": "fges"}, "p-pc-stable": {"method": "pc-stable"}}
+#: The paper's one-learner PEF methods, with the members their experiment configs pin (P/fGES at λ 1).
+SINGLE = {name: yaml.safe_load((CONF / "method" / f"{name}.yaml").read_text())["members"]
+          for name in ("p-fges", "p-pc-stable")}
 WHOLE = {"fges": {"method": "fges"}, "pc-stable": {"method": "pc-stable"},
          "fges-faithful": {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True},
          "boss": {"method": "boss", "penalty": 2.53767},
@@ -55,7 +59,7 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
                       selector="truth", partition=partition, fusion=fusion, repair=repair)
     else:
-        members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else [SINGLE[method]]
+        members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else SINGLE[method]
         learner = PEF(members, time_limit=limit, executor=executor, progress=False, partition=partition, fusion=fusion,
                       repair=repair)
     learner.fit(problem.data, problem.variables)
