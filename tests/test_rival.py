@@ -15,7 +15,7 @@ from hpc.learners.members import OK, TIMED_OUT, member_from_spec
 from hpc.pef.partition import PartitionConfig
 from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
-from hpc.pef.rival import LIMIT_FLOOR, RIVAL, judged, outcome, rival_limit
+from hpc.pef.rival import JUDGE_PENALTY, LIMIT_FLOOR, RIVAL, judged, outcome, rival_limit
 
 CHAIN = PDAG(tuple("abcd"), [(0, 1), (1, 2), (2, 3)])
 
@@ -31,7 +31,7 @@ def test_the_graph_with_the_higher_bic_stands_whichever_found_it():
     as_run = lambda g: MemberRun(RIVAL, OK, g.directed, g.undirected, None, 1.5)  # noqa: E731
     graph, account = judged(broken, as_run(truth), cov, n)
     assert graph == truth and account["kept"] == "rival"
-    assert account["bic_rival"] == pytest.approx(bic(truth, cov, n), abs=1e-3)
+    assert account["bic_rival"] == pytest.approx(bic(truth, cov, n, JUDGE_PENALTY), abs=1e-3)
     assert account["bic_rival"] > account["bic_pef"]
     graph, account = judged(truth, as_run(broken), cov, n)
     assert graph == truth and account["kept"] == "pef" and account["bic_pef"] > account["bic_rival"]
