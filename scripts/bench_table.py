@@ -3,7 +3,7 @@ SHD and seconds, as means over the seeds each cell has.
 
 Rows are the JSON lines `bench_pef.py --jsonl` appends; `--before DIR METHOD` adds a row from the
 committed experiment results of an earlier measurement (`DIR/METHOD/NETWORK-NODES/seedS.json`) on the
-same networks and seeds, so a table says how far a figure moved; `--paper TABLE METHOD` the paper's own
+same problems (those the method of that name was measured on), so a table says how far a figure moved; `--paper TABLE METHOD` the paper's own
 means (hpc/report/paper_tables.csv; its seconds, on 96 cores, are left out).
 
 Usage:
@@ -25,9 +25,11 @@ def read_rows(paths: list[Path]) -> list[dict]:
 
 
 def earlier(folder: Path, method: str, rows: list[dict]) -> list[dict]:
-    """The committed results of `method` for the (network, nodes, seed) of `rows`, as rows named after `folder`."""
+    """The committed results of `method` for the problems (network, nodes, seed) `method` was measured on in
+    `rows` (all of theirs when it was not), as rows named after `folder`."""
     out = []
-    for network, nodes, seed in sorted({(r["network"], r["nodes"], r["seed"]) for r in rows}):
+    mine = [r for r in rows if r["method"] == method] or rows
+    for network, nodes, seed in sorted({(r["network"], r["nodes"], r["seed"]) for r in mine}):
         path = folder / method / f"{network}-{nodes}" / f"seed{seed}.json"
         if path.exists():
             out.append({**json.loads(path.read_text()), "method": f"{method} ({folder.name})"})
