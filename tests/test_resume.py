@@ -47,7 +47,8 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
                                                                                                       tmp_path):
     reference = learn(problem, tmp_path / "ref.json")
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
-    total = sum(len(c["runs"]) for c in json.loads((tmp_path / "ref.json").read_text())["meta"]["clusters"])
+    meta = json.loads((tmp_path / "ref.json").read_text())["meta"]
+    total = sum(len(c["runs"]) for c in meta["clusters"]) + (meta["rival"] is not None)  # and the rival's run
     ckpt = tmp_path / "run.h5"
     rng = random.Random(os.getpid())  # other moments on every run of the suite
     # Three kills, each after a random number of newly finished runs (0: while partitioning or just after);
