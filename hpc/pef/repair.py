@@ -58,8 +58,8 @@ class RepairConfig:
     repair_block: int = MAX_BLOCK
     # Up to this many variables, one whole-problem fGES runs after the repair as a rival and the graph with the
     # higher BIC stands (hpc.pef.rival); 0 = never, the default: on the test seeds it lifted er and hub to
-    # the whole fGES's accuracy but cost Hailfinder and one mosaic problem more than that (BENCHMARKS.md,
-    # "A whole-problem rival"). 2000 is about where one whole fGES still takes as long as PEF.
+    # the whole fGES's accuracy but made Hailfinder and one mosaic problem worse (BENCHMARKS.md, "A
+    # whole-problem rival"). 2000 is about where one whole fGES still takes as long as PEF.
     rival_upto: int = 0
 
     def validate(self) -> None:
