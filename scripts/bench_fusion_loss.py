@@ -22,9 +22,8 @@ from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import evaluate
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import cluster_labels
+from hpc.pef.rival import RIVAL
 from hpc.run import MethodSpec, build_estimator
-
-WHOLE = {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True}
 
 
 def pairs(g: PDAG) -> set[tuple[int, int]]:
@@ -80,7 +79,7 @@ def main() -> None:
                 runs.append((name, pef.graph_, time.perf_counter() - start))
         label = cluster_labels(pef.clusters_, problem.p)
         start = time.perf_counter()
-        whole = build_estimator(MethodSpec("fges", False, members=(WHOLE,))).fit(problem.data, problem.variables)
+        whole = build_estimator(MethodSpec("fges", False, members=(RIVAL,))).fit(problem.data, problem.variables)
         whole_seconds = time.perf_counter() - start
         for name, graph, seconds in (*runs, ("fGES whole (λ 2.54, m 91, faithful)", whole.graph_, whole_seconds)):
             m = evaluate(graph, problem.truth)

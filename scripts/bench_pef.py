@@ -33,6 +33,7 @@ from hpc.learners.members import member_from_spec
 from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
+from hpc.pef.rival import RIVAL
 from hpc.run import pef_configs
 
 CONF = Path(__file__).resolve().parents[1] / "hpc" / "conf"
@@ -42,7 +43,7 @@ ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 SINGLE = {name: yaml.safe_load((CONF / "method" / f"{name}.yaml").read_text())["members"]
           for name in ("p-fges", "p-pc-stable")}
 WHOLE = {"fges": {"method": "fges"}, "pc-stable": {"method": "pc-stable"},
-         "fges-faithful": {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True},
+         "fges-faithful": RIVAL,
          "boss": {"method": "boss", "penalty": 2.53767},
          "boss-columns": {"method": "boss", "penalty": 2.53767, "start": "columns"}}
 

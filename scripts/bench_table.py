@@ -14,7 +14,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 from pathlib import Path
@@ -38,14 +37,11 @@ def earlier(folder: Path, method: str, rows: list[dict]) -> list[dict]:
 
 def paper(table_name: str, method: str, rows: list[dict]) -> list[dict]:
     """The paper's means of `method` in `table_name` for the networks of `rows`, as one row per network."""
-    from hpc.report.paper import SHIPPED
+    from hpc.report.paper import shipped
 
-    wanted = {r["network"] for r in rows}
-    found: dict[str, dict] = {}
-    with open(SHIPPED, newline="") as f:
-        for rec in csv.DictReader(line for line in f if not line.startswith("#")):
-            if rec["table"] == table_name and rec["method"] == method and rec["network"] in wanted:
-                found.setdefault(rec["network"], {})[rec["metric"]] = float(rec["mean"])
+    tab = shipped()
+    tab = tab[(tab["table"] == table_name) & (tab["method"] == method) & tab["network"].isin({r["network"] for r in rows})]
+    found = {n: dict(zip(g["metric"], g["mean"].astype(float))) for n, g in tab.groupby("network", sort=False)}
     return [{"network": n, "method": f"{method} (the paper)", "seed": None, "status": "ok", **m, "seconds": None}
             for n, m in found.items() if {"f1_adjacent", "f1_arrowhead", "shd"} <= set(m)]
 
