@@ -153,6 +153,46 @@ def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undire
     return graph_to_arrays(search.search(), x.shape[1])
 
 
+def run_boss_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray,
+                     threads: int = 1) -> np.ndarray:
+    """BOSS over the columns of `x`, started from `order`, where a variable's parents may come only from its
+    partners in `pairs`; the DAG it ends at, as parent -> child rows. The restriction goes into each
+    variable's grow-shrink tree (its forbidden parents), which is where BOSS scores parent sets."""
+    start_jvm()
+    from edu.cmu.tetrad.search import Boss, PermutationSearch
+    from java.util import ArrayList
+
+    p = x.shape[1]
+    score = _sem_bic(np.atleast_2d(np.cov(x, rowvar=False)), x.shape[0], penalty)
+    nodes = score.getVariables()
+    boss = Boss(score)
+    boss.setUseBes(False)
+    boss.setNumStarts(1)
+    boss.setNumThreads(int(threads))
+    boss.setVerbose(False)
+    search = PermutationSearch(boss)
+    search.setSeed(0)
+    partners: list[list[int]] = [[v] for v in range(p)]
+    for a, b in np.asarray(pairs).tolist():
+        partners[a].append(b)
+        partners[b].append(a)
+    for v in range(p):
+        forbidden, allowed = ArrayList(nodes), ArrayList()
+        for u in partners[v]:
+            allowed.add(nodes.get(u))
+        forbidden.removeAll(allowed)
+        search.getGST(nodes.get(v)).setKnowledge(ArrayList(), forbidden)
+    start = ArrayList()
+    for i in np.asarray(order).tolist():
+        start.add(nodes.get(i))
+    search.setOrder(start)
+    search.search(False)
+    index = {str(nodes.get(i).getName()): i for i in range(p)}
+    parents = boss.getParents()
+    return np.array([(index[str(u.getName())], v) for v in range(p) for u in parents.get(nodes.get(v))],
+                    dtype=np.int64).reshape(-1, 2)
+
+
 def run_pc(cov: np.ndarray, n: int, alpha: float, depth: int,
            knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     start_jvm()

@@ -37,6 +37,7 @@ from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
+from hpc.pef.polish import CHECKPOINT_CLUSTER, join_parents, polish_blocks, polish_search
 from hpc.pef.rival import CHECKPOINT_KEY, RIVAL, judged, outcome, rival_limit, run_rival
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
@@ -134,6 +135,48 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     return states[-1], {**account, "penalty": config.repair_penalty, "rounds": rounds}
 
 
+def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
+           deadline: float | None, memory: RunCheckpoint | None, show: Progress, guard: float) -> tuple[PDAG, dict]:
+    """BOSS over each cluster and its Markov blanket on `executor`'s workers (hpc.pef.polish), for searches of
+    at most `config.polish_upto` variables, each cut after `guard` seconds (it then keeps the repaired
+    parents). Each finished search is kept in the checkpoint. Returns the polished CPDAG and its account."""
+    blocks = polish_blocks(graph, clusters)
+    specs = [{"method": "boss-polish", "penalty": config.repair_penalty, "search": b.fingerprint()} for b in blocks]
+    results: list[np.ndarray | None] = [None] * len(blocks)
+    todo, resumed = [], 0
+    for b, block in enumerate(blocks):
+        stored = None if memory is None else memory.runs.get((CHECKPOINT_CLUSTER, b))
+        if stored is not None and stored.spec == specs[b]:
+            results[b], resumed = stored.directed, resumed + 1
+        elif len(block.columns) <= config.polish_upto:
+            todo.append(b)
+    todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
+    sizes = sorted(len(block.columns) for block in blocks)
+    show.note(f"polish: BOSS over {len(todo)} of {len(blocks)} clusters with their Markov blankets (searches of "
+              f"{sizes[0]}-{sizes[-1]} variables, at most {config.polish_upto} run)"
+              + (f"; {resumed} already in the checkpoint" if resumed else ""))
+    begin = time.perf_counter()
+    data, limit = executor.scatter(z), remaining(guard, deadline)
+    tasks = [(data, blocks[b], config.repair_penalty, executor.task_threads(len(todo)), limit) for b in todo]
+    for done, (t, result) in enumerate(executor.run(polish_search, tasks), 1):
+        results[todo[t]] = result
+        if memory is not None and result is not None:
+            memory.put(CHECKPOINT_CLUSTER, todo[t], MemberRun(specs[todo[t]], OK, result, np.empty((0, 2), np.int64),
+                                                              None, time.perf_counter() - begin))
+        show("polish: searches", done, len(todo))
+    cut = sum(results[b] is None for b in todo)
+    if cut and deadline is not None and time.time() >= deadline:
+        raise WallLimitHit
+    polished = join_parents(graph, blocks, results)
+    account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(blocks),
+               "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
+               **({"resumed": resumed} if resumed else {}),
+               **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {})}
+    show.note("polish: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()
+                                     if k.startswith("edges")))
+    return polished, account
+
+
 def lost_status(lost: list[str]) -> str:
     """The fit's status from the runs of clusters that got no graph: any failure outranks timeouts."""
     if not lost:
@@ -142,7 +185,7 @@ def lost_status(lost: list[str]) -> str:
 
 
 #: The steps a fit times, in order (`seconds_`; selection only with per-cluster selection).
-STEPS = ("partition", "selection", "estimation", "fusion", "repair", "rival")
+STEPS = ("partition", "selection", "estimation", "fusion", "repair", "polish", "rival")
 
 
 @dataclass
@@ -352,7 +395,7 @@ class PEF:
                    "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
-        """partition -> plan (which members run where) -> estimate -> fuse -> repair -> rival; `graph_` stays None when
+        """partition -> plan (which members run where) -> estimate -> fuse -> repair -> polish -> rival; `graph_` stays None when
         a cluster lost every member or the wall limit passed (`status_` says which)."""
         self.validate()
         self.members_ = self.ensemble()
@@ -369,12 +412,13 @@ class PEF:
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
         expired = run.expired()  # then one note, not a warning per run
         union = self._union(variables, clusters, searched, estimation, expired)
-        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.rival_ = None
+        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.polish_ = self.rival_ = None
         z = standardize(x, np.float64)
         try:
             if not expired:
                 self._fuse_step(z, union, clusters, run)
                 self._repair_step(z, clusters, run)
+                self._polish_step(z, clusters, run)
                 self._rival_step(x, variables, clusters, run)
         except WallLimitHit:
             expired = True
@@ -515,6 +559,20 @@ class PEF:
                 self.graph_, self.repair_["knowledge_fixed"] = known.kept(self.graph_)
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
+    def _polish_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
+        """BOSS over each cluster and its Markov blanket after the repair (hpc.pef.polish), guarded like it."""
+        if not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
+            return
+        if self._known() is not None:  # each search's parents are restricted in BOSS's trees, not by Knowledge
+            run.show.note("polish: skipped, as it does not take prior knowledge yet")
+            self.polish_ = {"skipped": "prior knowledge"}
+            return
+        with run.timed("polish"):
+            guard = max(GUARD_FLOOR, GUARD_FACTOR * run.seconds.get("estimation", 0.0))
+            self.graph_, self.polish_ = polish(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
+                                               run.memory, run.show, guard)
+            self.dag_ = pdag_to_dag(self.graph_, strict=False)
+
     def _rival_step(self, x: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray], run: FitRun) -> None:
         """Up to `repair.rival_upto` variables, one whole-problem fGES as a rival; the higher BIC stands
         (hpc.pef.rival). Its run is kept in the checkpoint like a member run."""
@@ -556,6 +614,7 @@ class PEF:
                                                       self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
             "repair": self.repair_,
+            "polish": self.polish_,
             "rival": self.rival_,
             **({"placements": self.placements_} if self.placements_ else {}),  # step -> tasks per SLURM worker job
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run

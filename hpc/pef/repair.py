@@ -61,12 +61,17 @@ class RepairConfig:
     # the whole fGES's accuracy but made Hailfinder and one mosaic problem worse (BENCHMARKS.md, "A
     # whole-problem rival"). 2000 is about where one whole fGES still takes as long as PEF.
     rival_upto: int = 0
+    # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), for the clusters whose
+    # search (cluster and blanket) has at most this many variables; 0 = never. A search's time grows about
+    # with the cube of its variables.
+    polish_upto: int = 0
 
     def validate(self) -> None:
         check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
         check_number("repair_penalty", self.repair_penalty, 1.0, 1000.0)
         check_number("repair_block", self.repair_block, 10, 10_000_000, integer=True)
         check_number("rival_upto", self.rival_upto, 0, 10_000_000, integer=True)
+        check_number("polish_upto", self.polish_upto, 0, 10_000_000, integer=True)
 
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:

@@ -1,0 +1,121 @@
+"""The polish step: hand-computed blankets, searches and joins; the restricted BOSS against Tetrad's own BOSS;
+a polish that removes the edges a missed parent left behind; and a checkpointed polish that resumes."""
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from hpc.data.generate import SEM, benchmark_problem, sample
+from hpc.executors import SerialExecutor
+from hpc.graphs.equivalence import dag_to_cpdag
+from hpc.graphs.metrics import compare
+from hpc.graphs.pdag import PDAG
+from hpc.pef.partition import standardize
+from hpc.pef.pipeline import PEF, polish
+from hpc.pef.polish import blanket, join_parents, polish_blocks
+from hpc.pef.repair import RepairConfig
+from hpc.progress import Progress
+
+
+def test_the_blanket_holds_parents_children_and_the_childrens_other_parents():
+    # 1 -> 0 -> 2 <- 3 <- 4, 0 -> 6, 5 alone: 4 is a parent of a spouse, outside the blanket.
+    dag = PDAG(tuple("abcdefg"), [(1, 0), (0, 2), (3, 2), (4, 3), (0, 6)])
+    assert blanket(dag, np.array([0])).tolist() == [1, 2, 3, 6]
+    assert blanket(dag, np.array([0, 1])).tolist() == [2, 3, 6]
+
+
+def test_a_search_holds_its_cluster_and_blanket_in_the_repaired_order_with_the_candidate_pairs():
+    # 0 -> 2 <- 1, 2 -> 3 (all compelled); clusters {0, 1} and {2, 3}.
+    g = PDAG(tuple("abcd"), [(0, 2), (1, 2), (2, 3)])
+    left, right = polish_blocks(g, [np.array([0, 1]), np.array([2, 3])])
+    assert left.columns.tolist() == [0, 1, 2] and left.core == 2
+    assert right.columns.tolist() == [2, 3, 0, 1] and right.core == 2
+    assert right.columns[right.order].tolist() == [0, 1, 2, 3]  # the repaired DAG's order
+    # candidates: the edges and the two-step pairs 0-1, 0-3, 1-3, all inside the right search
+    assert sorted(tuple(sorted(right.columns[r])) for r in right.pairs.tolist()) == [
+        (0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    assert left.fingerprint() != right.fingerprint()
+
+
+def test_each_cluster_sets_its_own_parents_and_a_pair_joined_both_ways_follows_the_repaired_order():
+    g = PDAG(tuple("abcd"), [(0, 2), (1, 2), (2, 3)])
+    blocks = polish_blocks(g, [np.array([0, 1]), np.array([2, 3])])
+    # left (columns 0, 1, 2) gives 0 the parent 2; right (columns 2, 3, 0, 1) gives 2 the parents 0, 1 and 3 the
+    # parent 2: the pair 0-2 is joined both ways, and 0 comes before 2 in the repaired order
+    left = np.array([[2, 0]])
+    right = np.array([[2, 0], [3, 0], [0, 1]])
+    out = join_parents(g, blocks, [left, right])
+    assert out.directed.tolist() == [[0, 2], [1, 2], [2, 3]] and len(out.undirected) == 0
+    # the right search cut: its variables keep their repaired parents; the left one adds 1 -> 0
+    out = join_parents(g, blocks, [np.array([[1, 0]]), None])
+    assert sorted(out.skeleton_keys().tolist()) == [0 * 4 + 1, 0 * 4 + 2, 1 * 4 + 2, 2 * 4 + 3]
+
+
+def planted() -> tuple[np.ndarray, PDAG, list[np.ndarray]]:
+    """Two chains of 6 variables with three strong edges from the first into the second."""
+    dag = PDAG(tuple(f"x{i}" for i in range(12)),
+               [(i, i + 1) for i in range(5)] + [(i, i + 1) for i in range(6, 11)] + [(2, 8), (3, 9), (4, 10)])
+    x = sample(SEM(dag, np.full(len(dag.directed), 0.8), np.ones(12)), 3000, np.random.default_rng(5))
+    return x, dag, [np.arange(6), np.arange(6, 12)]
+
+
+@pytest.mark.jvm
+def test_bounded_boss_with_every_pair_allowed_is_tetrads_boss_and_keeps_to_its_pairs():
+    from hpc.learners.tetrad import run_boss, run_boss_bounded
+
+    x, _, _ = planted()
+    p = x.shape[1]
+    every = np.array([(i, j) for i in range(p) for j in range(i + 1, p)])
+    mine = run_boss_bounded(x, 2.0, np.arange(p), every)
+    theirs = run_boss(np.cov(x, rowvar=False), x.shape[0], 2.0, 1, False, start="columns")
+    names = tuple(f"x{i}" for i in range(p))
+    assert dag_to_cpdag(PDAG(names, mine)) == PDAG(names, *theirs)
+    chains = np.array([(i, i + 1) for i in range(5)] + [(i, i + 1) for i in range(6, 11)])
+    bounded = run_boss_bounded(x, 2.0, np.arange(p), chains)
+    assert {tuple(sorted(e)) for e in bounded.tolist()} <= {tuple(e) for e in chains.tolist()}
+
+
+@pytest.mark.jvm
+def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_graph():
+    x, dag, clusters = planted()
+    # The true graph plus two spurious edges inside the second cluster (what a parent the cluster's search
+    # could not see leaves behind): both are candidates, and BOSS drops them.
+    start = dag_to_cpdag(dag.with_edges(np.concatenate([dag.directed, [[8, 10], [9, 11]]])))
+    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=100),
+                            SerialExecutor(), None, None, Progress(False), 300.0)
+    assert compare(graph, dag_to_cpdag(dag)).shd == 0
+    assert account["edges_removed"] == 2 and account["edges_added"] == 0 and account["searches"] == 2
+    # searches over polish_upto variables do not run, and their clusters keep the start graph
+    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=5),
+                            SerialExecutor(), None, None, Progress(False), 300.0)
+    assert graph == start and account["searches"] == 0
+
+
+@pytest.mark.jvm
+def test_a_checkpointed_polish_reruns_only_the_searches_it_lacks(tmp_path):
+    problem = benchmark_problem(300, 3, network="alarm")
+    members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
+    ckpt = tmp_path / "run.h5"
+
+    def fit() -> PEF:
+        return PEF(members, progress=False, checkpoint=str(ckpt), repair=RepairConfig(polish_upto=1000)).fit(
+            problem.data, problem.variables)
+
+    first = fit()
+    assert first.polish_["searches"] == len(first.clusters_) > 1 and "resumed" not in first.polish_
+    with h5py.File(ckpt) as f:
+        runs = json.loads(f["runs"][()].decode())
+    assert sum(r["cluster"] == -2 for r in runs) == len(first.clusters_)
+    # drop one polish search from the checkpoint, as a kill before it finished would have
+    from hpc.pef.checkpoint import RunCheckpoint
+
+    with h5py.File(ckpt) as f:
+        settings = json.loads(f.attrs["settings"])
+    memory = RunCheckpoint(ckpt, settings)
+    del memory.runs[-2, 0]
+    memory.save()
+    again = fit()
+    assert again.polish_["resumed"] == len(first.clusters_) - 1
+    assert again.graph_ == first.graph_
