@@ -119,3 +119,19 @@ def test_a_checkpointed_polish_reruns_only_the_searches_it_lacks(tmp_path):
     again = fit()
     assert again.polish_["resumed"] == len(first.clusters_) - 1
     assert again.graph_ == first.graph_
+
+
+@pytest.mark.jvm
+def test_a_polished_pef_gives_the_same_cpdag_in_any_column_order():
+    from hpc.graphs.order import relabel
+
+    problem = benchmark_problem(200, 1, network="asia")
+    members = [{"method": "boss", "penalty": 2.0}]
+    graphs = []
+    for k in range(3):
+        perm = np.random.default_rng(k).permutation(problem.p) if k else np.arange(problem.p)
+        pef = PEF(members, progress=False, repair=RepairConfig(polish_upto=1000)).fit(
+            problem.data[:, perm], [problem.variables[i] for i in perm])
+        assert pef.polish_["searches"] == len(pef.clusters_) > 1
+        graphs.append(relabel(pef.graph_, perm, problem.variables))
+    assert all(compare(g, graphs[0]).shd == 0 for g in graphs[1:])
