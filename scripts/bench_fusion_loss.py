@@ -1,7 +1,7 @@
 """Where P/SLE loses accuracy against one search on the whole problem: inside clusters, or at the seams.
 
 Runs `psle learn`'s defaults on a generated problem (shuffled columns) without and with the repair
-pass (the same partition), and one whole-problem learner (fGES λ 2.53767, m 91 with the faithfulness
+pass, and with the BOSS polish after it (the same partition), and one whole-problem learner (fGES λ 2.53767, m 91 with the faithfulness
 assumption), then splits the true edges by PEF's partition into within-cluster and cross-cluster
 edges and reports, for each graph, adjacency recall and precision on each kind and the arrowhead
 agreement of the true edges each graph found (against the truth's CPDAG).
@@ -71,7 +71,8 @@ def main() -> None:
         truth = dag_to_cpdag(problem.truth)
         runs = []
         with make_executor("local", None, args.workers) as executor:
-            for name, options in (("psle without repair", {"repair_rounds": 0}), ("psle (repair)", {})):
+            for name, options in (("psle without repair", {"repair_rounds": 0}), ("psle (repair)", {}),
+                                  ("psle + polish (≤ 500)", {"polish_upto": 500})):
                 start = time.perf_counter()
                 pef = build_estimator(MethodSpec("psle", True, selection="predicted", selector="truth",
                                                  pef_options=options), executor=executor, progress=False)
