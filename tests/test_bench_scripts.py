@@ -121,3 +121,15 @@ def test_bench_table_puts_rows_the_committed_results_and_the_paper_side_by_side(
                  for s in (0, 1)]
     assert lines["p-sle (paper_table_1000)"].startswith(f"{sum(c['f1_adjacent'] for c in committed) / 2:.3f} / ")
     assert lines["p-sle (the paper)"] == "0.810 / 0.680 / 626"  # Table V's Alarm cell
+
+
+def test_bench_bootstrap_slurm_refuses_an_output_it_cannot_check_before_submitting(tmp_path):
+    """It must see every resample written, so it wants a fresh output; and a task the array has."""
+    (tmp_path / "g.json").write_text("{}")
+    script = [sys.executable, str(ROOT / "scripts" / "bench_bootstrap_slurm.py"), str(tmp_path / "a.h5")]
+    used = subprocess.run([*script, "-o", str(tmp_path / "g.json")], capture_output=True, text=True)
+    assert used.returncode != 0 and "exist already" in used.stderr
+    wrong = subprocess.run([*script, "--resamples", "3", "--requeue", "3", "-o", str(tmp_path / "new" / "g.json")],
+                           capture_output=True, text=True)
+    assert wrong.returncode != 0 and "--requeue 3: the array has tasks 0..2" in wrong.stderr
+    assert not (tmp_path / "new" / ".submitit").exists()  # nothing submitted

@@ -452,21 +452,3 @@ def test_bootstrap_array_with_a_task_requeued_mid_resample_completes_and_runs_no
     assert doc["edges"] and doc["meta"]["bootstrap"]["resamples"] == 3
     assert len(out.with_suffix(".frequencies.csv").read_text().splitlines()) > 1
 
-
-@pytest.mark.slow
-def test_bench_bootstrap_slurm_requeues_one_task_and_checks_no_resample_ran_twice(tmp_path):
-    problem = tmp_path / "a.h5"
-    assert subprocess.run([str(BIN / "psle"), "generate", "--network", "asia", "--nodes", "40", "--seed", "0", "-o",
-                           str(problem)], capture_output=True).returncode == 0
-    rows = tmp_path / "rows.jsonl"
-    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_bootstrap_slurm.py"
-    run = subprocess.run([sys.executable, str(script), str(problem), "--resamples", "2", "--requeue", "1",
-                          "--requeue-after", "0", "--mem-gb", "2", "-o", str(tmp_path / "g.json"), "--jsonl",
-                          str(rows)], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:] + run.stdout
-    row = json.loads(rows.read_text())
-    assert row["ok"] and row["starts"] == {"0": 1, "1": 2} and row["rewritten"] == []
-    assert {"0", "1"} <= set(row["tasks"]) and row["edges"] > 0
-    again = subprocess.run([sys.executable, str(script), str(problem), "-o", str(tmp_path / "g.json")],
-                           capture_output=True, text=True)
-    assert again.returncode != 0 and "exist already" in again.stderr  # refuses before submitting anything
