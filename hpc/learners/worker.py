@@ -137,6 +137,17 @@ def default_worker() -> TetradWorker:
     return worker
 
 
+def call_within(function: str, kwargs: dict[str, Any], limit: float | None) -> Any:
+    """`function` in this thread's worker; None when `limit` seconds pass first (or none are left), so a
+    guarded step keeps what it had instead of failing."""
+    if limit is not None and limit <= 0:
+        return None
+    try:
+        return default_worker().call(function, kwargs, timeout=limit)
+    except WorkerTimeout:
+        return None
+
+
 def _exit_with_parent(parent: int) -> None:
     """A worker whose caller was killed (not closed) would compute for nobody until its search ends,
     hours at the time limits used: exit as soon as the parent is gone. Java calls release the GIL,

@@ -205,6 +205,11 @@ class FitRun:
     def expired(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
 
+    def guard(self) -> float:
+        """Seconds a step after fusion may take (hpc.pef.repair's guard): GUARD_FACTOR times the estimation's,
+        at least GUARD_FLOOR."""
+        return max(GUARD_FLOOR, GUARD_FACTOR * self.seconds.get("estimation", 0.0))
+
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
         """Adds the block's seconds to `step`'s; says where its tasks ran when the executor tells places apart."""
@@ -550,7 +555,7 @@ class PEF:
         if not self.repair.repair_rounds or self.graph_ is None or len(clusters) == 1:
             return
         with run.timed("repair"):
-            guard = max(GUARD_FLOOR, GUARD_FACTOR * run.seconds.get("estimation", 0.0))
+            guard = run.guard()
             known = self._known()
             self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
                                                run.memory, run.show,
@@ -568,7 +573,7 @@ class PEF:
             self.polish_ = {"skipped": "prior knowledge"}
             return
         with run.timed("polish"):
-            guard = max(GUARD_FLOOR, GUARD_FACTOR * run.seconds.get("estimation", 0.0))
+            guard = run.guard()
             self.graph_, self.polish_ = polish(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
                                                run.memory, run.show, guard)
             self.dag_ = pdag_to_dag(self.graph_, strict=False)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
-from hpc.graphs.pdag import PDAG
+from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.pef.repair import acyclic_union, candidate_pairs
 
 #: The polish's runner in the JVM worker (hpc.learners.tetrad).
@@ -62,11 +62,17 @@ def blanket(dag: PDAG, core: np.ndarray) -> np.ndarray:
     return np.setdiff1d(np.concatenate([children, parents, spouses]), core)
 
 
-def polish_blocks(graph: PDAG, clusters: list[np.ndarray]) -> list[PolishBlock]:
-    """One search per cluster, from the repaired CPDAG `graph`."""
+def repaired_order(graph: PDAG) -> tuple[PDAG, np.ndarray]:
+    """A DAG of the repaired CPDAG `graph` and each variable's place in its (data-derived) topological order."""
     dag = pdag_to_dag(graph, strict=False)
     rank = np.empty(graph.p, dtype=np.int64)
     rank[topological_order(dag)] = np.arange(graph.p)
+    return dag, rank
+
+
+def polish_blocks(graph: PDAG, clusters: list[np.ndarray]) -> list[PolishBlock]:
+    """One search per cluster, from the repaired CPDAG `graph`."""
+    dag, rank = repaired_order(graph)
     pairs = candidate_pairs(graph)
     blocks = []
     for core in clusters:
@@ -83,9 +89,7 @@ def join_parents(graph: PDAG, blocks: list[PolishBlock], results: list[np.ndarra
     """The polished CPDAG: each cluster's variables take the parents its search gave them (a search that
     did not finish keeps the repaired DAG's); a pair two searches joined both ways keeps the direction of
     the repaired DAG's order; a cross-cluster edge that would close a cycle is reversed."""
-    dag = pdag_to_dag(graph, strict=False)
-    rank = np.empty(graph.p, dtype=np.int64)
-    rank[topological_order(dag)] = np.arange(graph.p)
+    dag, rank = repaired_order(graph)
     owner = np.empty(graph.p, dtype=np.int64)
     for b, block in enumerate(blocks):
         owner[block.columns[:block.core]] = b
@@ -99,7 +103,7 @@ def join_parents(graph: PDAG, blocks: list[PolishBlock], results: list[np.ndarra
         kept.append(edges)
     edges = np.concatenate(kept)
     forward = rank[edges[:, 0]] < rank[edges[:, 1]]
-    keys = np.minimum(edges[:, 0], edges[:, 1]) * graph.p + np.maximum(edges[:, 0], edges[:, 1])
+    keys = pair_keys(edges, graph.p)
     _, count = np.unique(keys, return_counts=True)
     both = np.isin(keys, np.unique(keys)[count > 1])
     edges = edges[~both | forward]  # of a pair joined both ways, the edge along the repaired order
@@ -112,13 +116,7 @@ def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: in
                   limit: float | None) -> np.ndarray | None:
     """One block's BOSS in this process's JVM worker (a dask task): its DAG in local indices; None when
     `limit` seconds passed first."""
-    from hpc.learners.worker import WorkerTimeout, default_worker
+    from hpc.learners.worker import call_within
 
-    if limit is not None and limit <= 0:
-        return None
-    try:
-        return default_worker().call(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
-                                              "order": block.order, "pairs": block.pairs, "threads": threads},
-                                     timeout=limit)
-    except WorkerTimeout:
-        return None
+    return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
+                                "order": block.order, "pairs": block.pairs, "threads": threads}, limit)

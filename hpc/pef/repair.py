@@ -208,15 +208,8 @@ def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, lim
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
     (hpc.graphs.knowledge's indexed form); None when `limit` seconds passed first."""
-    from hpc.learners.worker import WorkerTimeout, default_worker
+    from hpc.learners.worker import call_within
 
-    if limit is not None and limit <= 0:
-        return None
-    try:
-        return default_worker().call(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
-                                              "directed": block.directed, "undirected": block.undirected,
-                                              "pairs": block.pairs, "threads": threads,
-                                              **({"knowledge": knowledge} if knowledge else {})},
-                                     timeout=limit)
-    except WorkerTimeout:
-        return None
+    return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
+                                "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
+                                "threads": threads, **({"knowledge": knowledge} if knowledge else {})}, limit)
