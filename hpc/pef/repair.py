@@ -63,8 +63,9 @@ class RepairConfig:
     rival_upto: int = 0
     # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), for the clusters whose
     # search (cluster and blanket) has at most this many variables; 0 = never. A search's time grows about
-    # with the cube of its variables.
-    polish_upto: int = 0
+    # with the cube of its variables: 500 keeps it to seconds per cluster (chosen on seed 100 of Alarm, er and
+    # hub at 1,000 variables), and on the test seeds it made no network or family worse (BENCHMARKS.md).
+    polish_upto: int = 500
 
     def validate(self) -> None:
         check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
