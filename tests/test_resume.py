@@ -17,13 +17,15 @@ pytestmark = pytest.mark.e2e
 PSLE = str(Path(sys.executable).parent / "psle")
 
 
-def checkpoint_counts(path: Path) -> tuple[int, int]:
-    """(member runs the checkpoint holds, member runs it was ever handed); (0, 0) before it exists."""
+def checkpoint_counts(path: Path) -> tuple[int, int, int]:
+    """(runs the checkpoint holds, runs it was ever handed, member runs among those it holds), where runs are
+    member runs, the polish's searches and the rival's run; (0, 0, 0) before it exists."""
     try:
         with h5py.File(path, "r") as f:
-            return len(json.loads(f["runs"][()].decode())), int(f.attrs["recorded"])
+            runs = json.loads(f["runs"][()].decode())
+            return len(runs), int(f.attrs["recorded"]), sum(r["cluster"] >= 0 for r in runs)
     except (OSError, KeyError):
-        return 0, 0
+        return 0, 0, 0
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +50,18 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
     reference = learn(problem, tmp_path / "ref.json")
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
     meta = json.loads((tmp_path / "ref.json").read_text())["meta"]
-    total = sum(len(c["runs"]) for c in meta["clusters"]) + (meta["rival"] is not None)  # and the rival's run
+    members = sum(len(c["runs"]) for c in meta["clusters"])
+    total = members + (meta["rival"] is not None) + (meta["polish"] or {}).get("searches", 0)  # the rival, the polish
     ckpt = tmp_path / "run.h5"
     rng = random.Random(os.getpid())  # other moments on every run of the suite
     # Three kills, each after a random number of newly finished runs (0: while partitioning or just after);
     # together at most half the runs, so the last kill still finds work left however fast the runs are.
-    moments = [rng.randint(0, total // 6) for _ in range(3)]
+    moments = [rng.randint(0, members // 6) for _ in range(3)]
     for wait_for in moments:
-        before = checkpoint_counts(ckpt)[0]
+        before = checkpoint_counts(ckpt)[2]
         killed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
         end = time.monotonic() + 300
-        while checkpoint_counts(ckpt)[0] < before + wait_for:
+        while checkpoint_counts(ckpt)[2] < before + wait_for:
             assert killed.poll() is None and time.monotonic() < end, "finished before it could be killed"
             time.sleep(0.05)
         time.sleep(rng.uniform(0, 0.5))  # and somewhere inside the next run
@@ -66,7 +69,7 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
         os.killpg(killed.pid, signal.SIGKILL)  # the driver, its dask workers and their JVMs, mid-run
         killed.wait()
         assert not (tmp_path / "g.json").exists()
-    held, _ = checkpoint_counts(ckpt)
+    held = checkpoint_counts(ckpt)[2]
     resumed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
     err = resumed.communicate(timeout=600)[1]
     assert resumed.returncode == 0, err
@@ -77,7 +80,7 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
     assert [c["winner"] for c in ours["meta"]["clusters"]] == [c["winner"] for c in ref["meta"]["clusters"]]
     assert ours["meta"]["resumed_runs"] == held
     # Every finished run was recorded once over the four processes: none was computed twice.
-    assert checkpoint_counts(ckpt) == (total, total)
+    assert checkpoint_counts(ckpt) == (total, total, members)
 
 
 @pytest.mark.slow
