@@ -54,8 +54,8 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
     total = members + (meta["rival"] is not None) + (meta["polish"] or {}).get("searches", 0)  # the rival, the polish
     ckpt = tmp_path / "run.h5"
     rng = random.Random(os.getpid())  # other moments on every run of the suite
-    # Three kills, each after a random number of newly finished runs (0: while partitioning or just after);
-    # together at most half the runs, so the last kill still finds work left however fast the runs are.
+    # Three kills, each after a random number of newly finished member runs (0: while partitioning or just
+    # after); together at most half of them, so the last kill still finds work left however fast the runs are.
     moments = [rng.randint(0, members // 6) for _ in range(3)]
     for wait_for in moments:
         before = checkpoint_counts(ckpt)[2]

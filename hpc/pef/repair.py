@@ -64,7 +64,8 @@ class RepairConfig:
     # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), for the clusters whose
     # search (cluster and blanket) has at most this many variables; 0 = never. A search's time grows about
     # with the cube of its variables: 500 keeps it to seconds per cluster (chosen on seed 100 of Alarm, er and
-    # hub at 1,000 variables), and on the test seeds it made no network or family worse (BENCHMARKS.md).
+    # hub at 1,000 variables); on the test seeds at 1,000 variables it made no network or family worse, but it
+    # cost Asia-200 seed 0 five SHD (BENCHMARKS.md, "A BOSS polish per cluster" and "Column order").
     polish_upto: int = 500
 
     def validate(self) -> None:
