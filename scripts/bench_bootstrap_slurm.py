@@ -8,7 +8,7 @@ peak memory from `sacct`. Needs a running SLURM (`bash slurm/local/start.sh` her
 
 Usage:
   python scripts/bench_bootstrap_slurm.py PROBLEM.h5 --resamples 20 --requeue 2 --cpus 1 --mem-gb 6 \
-      -o /tmp/boot/g.json
+      -o /tmp/boot/g.json [--pef repair_rounds=0]
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--mem-gb", type=float, default=6.0)
     parser.add_argument("-o", "--output", type=Path, required=True)
     parser.add_argument("--jsonl", type=Path, default=None)
+    parser.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
+                        help="PEF settings for every resample, passed to psle learn (e.g. repair_rounds=0)")
     args = parser.parse_args()
     output = args.output.resolve()
     folder, logs = resample_folder(output), output.parent / ".submitit"
@@ -75,7 +77,8 @@ def main() -> None:
     start = time.monotonic()
     run = subprocess.Popen([psle, "learn", str(args.problem), "--bootstrap", str(args.resamples), "--slurm", "--wait",
                             "--cpus", str(args.cpus), "--mem-gb", f"{args.mem_gb:g}", "--workers", str(args.cpus),
-                            "-o", str(output)], stderr=(output.parent / f"{output.stem}.stderr.txt").open("w"))
+                            *[a for kv in args.pef for a in ("--pef", kv)], "-o", str(output)],
+                           stderr=(output.parent / f"{output.stem}.stderr.txt").open("w"))
     target = folder / f"resample-{args.requeue:05d}.json"
     began, requeued_at, job, mid_resample = None, None, None, False
     written: dict[str, int] = {}
@@ -102,7 +105,8 @@ def main() -> None:
     again = "runs this resample again" in task_logs(logs, args.requeue)
     ok = (counts[args.requeue] == 2 and all(c == 1 for t, c in counts.items() if t != args.requeue)
           and not rewritten and again and output.exists())
-    row = {"problem": str(args.problem), "resamples": args.resamples, "requeued_task": args.requeue,
+    row = {"problem": str(args.problem), "pef": args.pef, "resamples": args.resamples,
+           "requeued_task": args.requeue,
            "requeued_after_s": round(requeued_at - began, 1), "mid_resample": mid_resample,
            "wall_s": round(wall, 1), "starts": counts, "rewritten": rewritten, "ok": ok,
            "tasks": sacct_tasks(job), "edges": len(json.loads(output.read_text())["edges"])}
