@@ -39,6 +39,22 @@ def test_a_search_holds_its_cluster_and_blanket_in_the_repaired_order_with_the_c
     assert left.fingerprint() != right.fingerprint()
 
 
+def test_a_cluster_over_the_cap_is_split_into_connected_parts_that_fit():
+    # a chain 0 -> 1 -> ... -> 9 in one cluster, with a hub 10 -> each of 0..9 outside it: a variable's blanket
+    # is its chain neighbours, the hub and (as spouse) the next one's other parent
+    g = PDAG(tuple(f"v{i}" for i in range(11)), [(i, i + 1) for i in range(9)] + [(10, i) for i in range(10)])
+    core = np.arange(10)
+    whole, = polish_blocks(g, [core], 11)
+    assert whole.columns.tolist() == list(range(11))
+    parts = polish_blocks(g, [core], 6)
+    cores = [b.columns[:b.core].tolist() for b in parts]
+    assert sorted(v for c in cores for v in c) == list(range(10))  # disjoint, and they cover the cluster
+    assert all(len(b.columns) <= 6 for b in parts)
+    assert all(c == list(range(c[0], c[-1] + 1)) for c in cores)  # each part a stretch of the chain
+    # [0..3] and its blanket {4, 10}: 6; adding 4 brings 5 in. [4, 5, 6] with {3, 7, 10}: 6; [7, 8, 9] with {6, 10}
+    assert cores == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+
+
 def test_each_cluster_sets_its_own_parents_and_a_pair_joined_both_ways_follows_the_repaired_order():
     g = PDAG(tuple("abcd"), [(0, 2), (1, 2), (2, 3)])
     blocks = polish_blocks(g, [np.array([0, 1]), np.array([2, 3])])
@@ -87,8 +103,13 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
                             SerialExecutor(), None, None, Progress(False), 300.0)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_removed"] == 2 and account["edges_added"] == 0 and account["searches"] == 2
-    # searches over polish_upto variables do not run, and their clusters keep the start graph
-    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=5),
+    # a cluster whose search would be over polish_upto is searched in parts, each within it, to the same graph
+    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=8),
+                            SerialExecutor(), None, None, Progress(False), 300.0)
+    assert compare(graph, dag_to_cpdag(dag)).shd == 0
+    assert account["parts"] == account["searches"] == 4 and account["largest_search"] == 8
+    # a part whose search is still over it (here every variable's: each has a neighbour) does not run
+    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=1),
                             SerialExecutor(), None, None, Progress(False), 300.0)
     assert graph == start and account["searches"] == 0
 

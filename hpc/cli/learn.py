@@ -206,8 +206,8 @@ def pef_help() -> str:
     return (f"PEF settings (default): {settings}; e.g. context (outside variables each cluster's search sees, per "
             "cluster variable), max_size (split clusters above it; 0: the paper's rule), whole_below (learn smaller "
             "problems whole), repair_rounds (0: no repair after fusion), repair_block (variables per repair search), "
-            "polish_upto (BOSS over each cluster and its Markov blanket after the repair, for searches of at most "
-            "this many variables; 0: none)")
+            "polish_upto (BOSS over each cluster and its Markov blanket after the repair, in searches of at most "
+            "this many variables, larger clusters searched in parts; 0: none)")
 
 
 def add(sub) -> None:

@@ -140,7 +140,7 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     """BOSS over each cluster and its Markov blanket on `executor`'s workers (hpc.pef.polish), for searches of
     at most `config.polish_upto` variables, each cut after `guard` seconds (it then keeps the repaired
     parents). Each finished search is kept in the checkpoint. Returns the polished CPDAG and its account."""
-    blocks = polish_blocks(graph, clusters)
+    blocks = polish_blocks(graph, clusters, config.polish_upto)
     specs = [{"method": "boss-polish", "penalty": config.repair_penalty, "search": b.fingerprint()} for b in blocks]
     results: list[np.ndarray | None] = [None] * len(blocks)
     todo, resumed = [], 0
@@ -152,8 +152,8 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
             todo.append(b)
     todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
     sizes = sorted(len(block.columns) for block in blocks)
-    show.note(f"polish: BOSS over {len(todo)} of {len(blocks)} clusters with their Markov blankets (searches of "
-              f"{sizes[0]}-{sizes[-1]} variables, at most {config.polish_upto} run)"
+    show.note(f"polish: BOSS over {len(todo)} of {len(blocks)} parts of {len(clusters)} clusters with their Markov "
+              f"blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.polish_upto} run)"
               + (f"; {resumed} already in the checkpoint" if resumed else ""))
     begin = time.perf_counter()
     data, limit = executor.scatter(z), remaining(guard, deadline)
@@ -168,8 +168,8 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     if cut and deadline is not None and time.time() >= deadline:
         raise WallLimitHit
     polished = join_parents(graph, blocks, results)
-    account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(blocks),
-               "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
+    account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(clusters),
+               "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
                **({"resumed": resumed} if resumed else {}),
                **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {})}
     show.note("polish: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()

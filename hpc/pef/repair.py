@@ -61,12 +61,13 @@ class RepairConfig:
     # the whole fGES's accuracy but made Hailfinder and one mosaic problem worse (BENCHMARKS.md, "A
     # whole-problem rival"). 2000 is about where one whole fGES still takes as long as PEF.
     rival_upto: int = 0
-    # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), for the clusters whose
-    # search (cluster and blanket) has at most this many variables; 0 = never. A search's time grows about
-    # with the cube of its variables: 500 keeps it to seconds per cluster (chosen on seed 100 of Alarm, er and
-    # hub at 1,000 variables); on the test seeds at 1,000 variables it made no network or family worse, but it
-    # cost Asia-200 seed 0 five SHD (BENCHMARKS.md, "A BOSS polish per cluster" and "Column order").
-    polish_upto: int = 500
+    # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), in searches of at most
+    # this many variables (a cluster whose search would be larger is searched in parts); 0 = never. A search's
+    # time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at 1,000 variables, 250
+    # was as accurate as 500 (er, Alarm) or more (hub) at half the seconds, and 150 less accurate. On the test
+    # seeds it gained on every family but Alarm-1000 (1 SHD behind 500) (BENCHMARKS.md, "A BOSS polish per
+    # cluster").
+    polish_upto: int = 250
 
     def validate(self) -> None:
         check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
