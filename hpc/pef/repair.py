@@ -65,8 +65,8 @@ class RepairConfig:
     # this many variables (a cluster whose search would be larger is searched in parts); 0 = never. A search's
     # time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at 1,000 variables, 250
     # was as accurate as 500 (er, Alarm) or more (hub) at half the seconds, and 150 less accurate. On the test
-    # seeds it gained on every family but Alarm-1000 (1 SHD behind 500) (BENCHMARKS.md, "A BOSS polish per
-    # cluster").
+    # seeds it gained on every family but Alarm-1000 (1 SHD behind 500), and it costs Asia-200 seed 0 five
+    # SHD (BENCHMARKS.md, "A BOSS polish per cluster" and "Column order").
     polish_upto: int = 250
 
     def validate(self) -> None:
