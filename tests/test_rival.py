@@ -1,5 +1,6 @@
-"""The whole-problem rival after the repair: the higher BIC stands (hand-built cases), the rival is Tetrad's
-own whole-problem fGES, it is skipped where it should be, and a resumed run takes it from the checkpoint."""
+"""The whole-problem rival after the polish: the higher BIC stands (hand-built cases), the rival is Tetrad's
+own whole-problem fGES (polished like PEF's graph when the polish is on), it is skipped where it should be,
+and a resumed run takes it and its polish from the checkpoint."""
 
 import h5py
 import numpy as np
@@ -15,7 +16,7 @@ from hpc.learners.members import OK, TIMED_OUT, member_from_spec
 from hpc.pef.partition import PartitionConfig
 from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
-from hpc.pef.rival import JUDGE_PENALTY, LIMIT_FLOOR, RIVAL, judged, outcome, rival_limit
+from hpc.pef.rival import JUDGE_PENALTY, LIMIT_FLOOR, RIVAL, judged, outcome, rival_graph, rival_limit
 
 CHAIN = PDAG(tuple("abcd"), [(0, 1), (1, 2), (2, 3)])
 
@@ -29,19 +30,20 @@ def test_the_graph_with_the_higher_bic_stands_whichever_found_it():
     cov, n = covariance(x), len(x)
     truth, broken = dag_to_cpdag(CHAIN), PDAG(CHAIN.variables, [(0, 1)])  # broken: two of the chain's edges gone
     as_run = lambda g: MemberRun(RIVAL, OK, g.directed, g.undirected, None, 1.5)  # noqa: E731
-    graph, account = judged(broken, as_run(truth), cov, n)
+    graph, account = judged(broken, truth, as_run(truth), cov, n)
     assert graph == truth and account["kept"] == "rival"
     assert account["bic_rival"] == pytest.approx(bic(truth, cov, n, JUDGE_PENALTY), abs=1e-3)
     assert account["bic_rival"] > account["bic_pef"]
-    graph, account = judged(truth, as_run(broken), cov, n)
+    graph, account = judged(truth, broken, as_run(broken), cov, n)
     assert graph == truth and account["kept"] == "pef" and account["bic_pef"] > account["bic_rival"]
     assert outcome(account).startswith("PEF's graph stands, BIC ")
 
 
 def test_a_rival_that_timed_out_leaves_the_pef_graph():
     x = chain_data()
-    graph, account = judged(dag_to_cpdag(CHAIN), MemberRun(RIVAL, TIMED_OUT, None, None, None, 61.0),
-                            covariance(x), len(x))
+    run = MemberRun(RIVAL, TIMED_OUT, None, None, None, 61.0)
+    assert rival_graph(run, CHAIN.variables) is None
+    graph, account = judged(dag_to_cpdag(CHAIN), None, run, covariance(x), len(x))
     assert graph == dag_to_cpdag(CHAIN) and account["kept"] == "pef" and "bic_rival" not in account
     assert outcome(account) == f"PEF's graph stands (the rival {TIMED_OUT} after 61 s)"
 
@@ -57,19 +59,32 @@ SPARSE = [{"method": "fges", "penalty": 40.0}]  # a member that misses many edge
 def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_path):
     problem = benchmark_problem(200, 2, graph="er")
     cut = PartitionConfig(whole_below=0)
-    pef = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=2000)).fit(
-        problem.data, problem.variables)
-    assert len(pef.clusters_) > 1 and pef.rival_["kept"] == "rival"
+    plain = RepairConfig(repair_rounds=0, polish_upto=0, rival_upto=2000)  # neither graph polished
+    pef = PEF(SPARSE, progress=False, partition=cut, repair=plain).fit(problem.data, problem.variables)
+    assert len(pef.clusters_) > 1 and pef.rival_["kept"] == "rival" and "polish" not in pef.rival_
     whole = member_from_spec(RIVAL, None, 1).fit(problem.data, problem.variables)
     # The rival ran with two threads; Tetrad's parallel fGES may break an exact score tie the other way.
     assert compare(pef.graph_, whole.graph_).shd <= max(1, whole.graph_.n_edges // 100)
     assert pef.result_meta()["rival"]["bic_rival"] > pef.result_meta()["rival"]["bic_pef"]
-    off = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0)).fit(
+    off = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, polish_upto=0)).fit(
         problem.data, problem.variables)
     assert off.rival_ is None and compare(off.graph_, problem.truth).shd > compare(pef.graph_, problem.truth).shd
     small = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=199)).fit(
         problem.data, problem.variables)
     assert small.rival_ is None  # 200 variables, above rival_upto
+
+
+@pytest.mark.jvm
+def test_with_the_polish_on_the_rival_is_polished_over_the_same_clusters_before_it_is_judged():
+    problem = benchmark_problem(200, 2, graph="er")
+    pef = PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
+              repair=RepairConfig(repair_rounds=0, rival_upto=2000)).fit(problem.data, problem.variables)
+    assert pef.rival_["polish"]["searches"] > 0 and pef.rival_["kept"] == "rival"
+    # the polish changed Tetrad's whole fGES, towards the truth, and the polished graph is the one judged
+    whole = member_from_spec(RIVAL, None, 1).fit(problem.data, problem.variables).graph_
+    assert compare(pef.graph_, problem.truth).shd < compare(whole, problem.truth).shd
+    assert pef.rival_["bic_rival"] == pytest.approx(bic(pef.graph_, covariance(problem.data), problem.data.shape[0],
+                                                        JUDGE_PENALTY), abs=1e-3)
 
 
 @pytest.mark.jvm
@@ -88,5 +103,8 @@ def test_a_resumed_run_takes_the_rival_from_the_checkpoint(tmp_path):
     again = fit()
     with h5py.File(ckpt) as f:
         assert int(f.attrs["recorded"]) == recorded  # nothing ran again, the rival included
-    assert again.graph_ == first.graph_ and again.rival_ == first.rival_
+    assert again.graph_ == first.graph_
+    assert {k: v for k, v in again.rival_.items() if k != "polish"} == {k: v for k, v in first.rival_.items()
+                                                                          if k != "polish"}
+    assert again.rival_["polish"]["resumed"] == first.rival_["polish"]["searches"] > 0  # its polish, too
     assert again.resumed_runs_ == len(first.clusters_)  # member runs only; the rival is not one of them

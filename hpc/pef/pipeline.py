@@ -38,7 +38,7 @@ from hpc.pef.partition import PartitionConfig, context_variables, partition, sta
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
 from hpc.pef.polish import CHECKPOINT_CLUSTER, join_parents, polish_blocks, polish_search
-from hpc.pef.rival import CHECKPOINT_KEY, RIVAL, judged, outcome, rival_limit, run_rival
+from hpc.pef.rival import CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, judged, outcome, rival_graph, rival_limit, run_rival
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -136,23 +136,25 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
 
 
 def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
-           deadline: float | None, memory: RunCheckpoint | None, show: Progress, guard: float) -> tuple[PDAG, dict]:
+           deadline: float | None, memory: RunCheckpoint | None, show: Progress, guard: float,
+           key: int = CHECKPOINT_CLUSTER, label: str = "polish") -> tuple[PDAG, dict]:
     """BOSS over each cluster and its Markov blanket on `executor`'s workers (hpc.pef.polish), for searches of
     at most `config.polish_upto` variables, each cut after `guard` seconds (it then keeps the repaired
-    parents). Each finished search is kept in the checkpoint. Returns the polished CPDAG and its account."""
+    parents). Each finished search is kept in the checkpoint under (`key`, search); `label` heads the
+    progress lines. Returns the polished CPDAG and its account."""
     blocks = polish_blocks(graph, clusters, config.polish_upto)
     specs = [{"method": "boss-polish", "penalty": config.repair_penalty, "search": b.fingerprint()} for b in blocks]
     results: list[np.ndarray | None] = [None] * len(blocks)
     todo, resumed = [], 0
     for b, block in enumerate(blocks):
-        stored = None if memory is None else memory.runs.get((CHECKPOINT_CLUSTER, b))
+        stored = None if memory is None else memory.runs.get((key, b))
         if stored is not None and stored.spec == specs[b]:
             results[b], resumed = stored.directed, resumed + 1
         elif len(block.columns) <= config.polish_upto:
             todo.append(b)
     todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
     sizes = sorted(len(block.columns) for block in blocks)
-    show.note(f"polish: BOSS over {len(todo)} of {len(blocks)} parts of {len(clusters)} clusters with their Markov "
+    show.note(f"{label}: BOSS over {len(todo)} of {len(blocks)} parts of {len(clusters)} clusters with their Markov "
               f"blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.polish_upto} run)"
               + (f"; {resumed} already in the checkpoint" if resumed else ""))
     begin = time.perf_counter()
@@ -161,9 +163,9 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     for done, (t, result) in enumerate(executor.run(polish_search, tasks), 1):
         results[todo[t]] = result
         if memory is not None and result is not None:
-            memory.put(CHECKPOINT_CLUSTER, todo[t], MemberRun(specs[todo[t]], OK, result, np.empty((0, 2), np.int64),
-                                                              None, time.perf_counter() - begin))
-        show("polish: searches", done, len(todo))
+            memory.put(key, todo[t], MemberRun(specs[todo[t]], OK, result, np.empty((0, 2), np.int64), None,
+                                               time.perf_counter() - begin))
+        show(f"{label}: searches", done, len(todo))
     cut = sum(results[b] is None for b in todo)
     if cut and deadline is not None and time.time() >= deadline:
         raise WallLimitHit
@@ -172,7 +174,7 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
                "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
                **({"resumed": resumed} if resumed else {}),
                **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {})}
-    show.note("polish: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()
+    show.note(f"{label}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()
                                      if k.startswith("edges")))
     return polished, account
 
@@ -424,7 +426,7 @@ class PEF:
                 self._fuse_step(z, union, clusters, run)
                 self._repair_step(z, clusters, run)
                 self._polish_step(z, clusters, run)
-                self._rival_step(x, variables, clusters, run)
+                self._rival_step(x, z, variables, clusters, run)
         except WallLimitHit:
             expired = True
         if expired:
@@ -578,30 +580,41 @@ class PEF:
                                                run.memory, run.show, guard)
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
-    def _rival_step(self, x: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray], run: FitRun) -> None:
-        """Up to `repair.rival_upto` variables, one whole-problem fGES as a rival; the higher BIC stands
-        (hpc.pef.rival). Its run is kept in the checkpoint like a member run."""
-        p = x.shape[1]
-        if self.graph_ is None or len(clusters) == 1 or p > self.repair.rival_upto:
+    def _rival_step(self, x: np.ndarray, z: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray],
+                    run: FitRun) -> None:
+        """Up to `repair.rival_upto` variables, one whole-problem fGES as a rival, polished over the same
+        clusters as PEF's graph (so both are judged as finished graphs); the higher BIC stands
+        (hpc.pef.rival). Its run and its polish's searches are kept in the checkpoint."""
+        if self.graph_ is None or len(clusters) == 1 or x.shape[1] > self.repair.rival_upto:
             return
         with run.timed("rival"):
             cov = covariance(x)
-            stored = None if run.memory is None else run.memory.runs.get(CHECKPOINT_KEY)
-            if stored is not None and stored.spec == RIVAL:
-                result = stored
-                run.show.note("resuming: the whole-problem rival's run is in the checkpoint")
-            else:
-                spent = sum(r.seconds for runs in self.cluster_runs_ for r in runs if r is not None)
-                limit = rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", [])))
-                run.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {p} variables, "
-                              f"at most {limit:.0f} s (rival_upto={self.repair.rival_upto})")
-                result = run_rival(run.executor, cov, run.n, variables, limit, run.deadline, self._known())
-                if run.memory is not None:
-                    run.memory.put(*CHECKPOINT_KEY, result)
-            self.graph_, self.rival_ = judged(self.graph_, result, cov, run.n)
+            result = self._rival_run(cov, variables, run)
+            other, polished = rival_graph(result, self.graph_.variables), None
+            if other is not None and self.repair.polish_upto and self._known() is None:
+                other, polished = polish(z, other, clusters, self.repair, run.executor, run.deadline, run.memory,
+                                         run.show, run.guard(), POLISH_CLUSTER, "rival's polish")
+            self.graph_, self.rival_ = judged(self.graph_, other, result, cov, run.n)
+            if polished is not None:
+                self.rival_["polish"] = polished
             if self.rival_["kept"] == "rival":
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
             run.show.note(f"rival: {outcome(self.rival_)}")
+
+    def _rival_run(self, cov: np.ndarray, variables: tuple[str, ...], run: FitRun) -> MemberRun:
+        """The rival's fGES run, from the checkpoint when it is there."""
+        stored = None if run.memory is None else run.memory.runs.get(CHECKPOINT_KEY)
+        if stored is not None and stored.spec == RIVAL:
+            run.show.note("resuming: the whole-problem rival's run is in the checkpoint")
+            return stored
+        spent = sum(r.seconds for runs in self.cluster_runs_ for r in runs if r is not None)
+        limit = rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", [])))
+        run.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {len(variables)} variables, "
+                      f"at most {limit:.0f} s (rival_upto={self.repair.rival_upto})")
+        result = run_rival(run.executor, cov, run.n, variables, limit, run.deadline, self._known())
+        if run.memory is not None:
+            run.memory.put(*CHECKPOINT_KEY, result)
+        return result
 
     def result_meta(self) -> dict[str, Any]:
         return {

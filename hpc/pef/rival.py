@@ -37,8 +37,10 @@ RIVAL: dict[str, Any] = {"method": "fges", "penalty": 2.53767, "max_parents": 91
 JUDGE_PENALTY = 2.0
 LIMIT_FACTOR = 2.0
 LIMIT_FLOOR = 60.0
-#: Where a checkpoint keeps the rival's run (member runs use cluster indices from 0).
+#: Where a checkpoint keeps the rival's run (member runs use cluster indices from 0), and its polish's
+#: searches: (POLISH_CLUSTER, search); PEF's own polish uses hpc.pef.polish.CHECKPOINT_CLUSTER.
 CHECKPOINT_KEY = (-1, 0)
+POLISH_CLUSTER = -3
 
 
 def rival_limit(spent: float) -> float:
@@ -46,13 +48,19 @@ def rival_limit(spent: float) -> float:
     return max(LIMIT_FLOOR, LIMIT_FACTOR * spent)
 
 
-def judged(graph: PDAG, run: MemberRun, cov: np.ndarray, n: int) -> tuple[PDAG, dict[str, Any]]:
-    """The graph that stands (PEF's `graph` or the rival's), and the account: both BICs (penalty discount
-    JUDGE_PENALTY), which was kept, the rival's seconds and status."""
-    account: dict[str, Any] = {"method": dict(run.spec), "status": run.status, "seconds": round(run.seconds, 3)}
+def rival_graph(run: MemberRun, variables: tuple[str, ...]) -> PDAG | None:
+    """The rival's CPDAG, or None when its run gave no graph (cut by its limit, failed)."""
     if run.status != OK or run.directed is None:
+        return None
+    return PDAG(variables, run.directed, run.undirected)
+
+
+def judged(graph: PDAG, other: PDAG | None, run: MemberRun, cov: np.ndarray, n: int) -> tuple[PDAG, dict[str, Any]]:
+    """The graph that stands (PEF's `graph` or the rival's `other`, None when `run` gave none), and the
+    account: both BICs (penalty discount JUDGE_PENALTY), which was kept, the rival's seconds and status."""
+    account: dict[str, Any] = {"method": dict(run.spec), "status": run.status, "seconds": round(run.seconds, 3)}
+    if other is None:
         return graph, {**account, "kept": "pef", **({"why": run.error} if run.error else {})}
-    other = PDAG(graph.variables, run.directed, run.undirected)
     mine, theirs = bic(graph, cov, n, JUDGE_PENALTY), bic(other, cov, n, JUDGE_PENALTY)
     kept = "rival" if theirs > mine else "pef"
     return (other if kept == "rival" else graph), {**account, "bic_pef": round(mine, 3), "bic_rival": round(theirs, 3),
