@@ -16,7 +16,8 @@ from hpc.learners.members import OK, TIMED_OUT, member_from_spec
 from hpc.pef.partition import PartitionConfig
 from hpc.pef.pipeline import PEF
 from hpc.pef.repair import RepairConfig
-from hpc.pef.rival import JUDGE_PENALTY, LIMIT_FLOOR, RIVAL, judged, outcome, rival_graph, rival_limit
+from hpc.pef.rival import (JUDGE_PENALTY, LIMIT_FLOOR, RIVAL, crossing_share, judged, outcome, rival_graph,
+                            rival_limit)
 
 CHAIN = PDAG(tuple("abcd"), [(0, 1), (1, 2), (2, 3)])
 
@@ -48,6 +49,13 @@ def test_a_rival_that_timed_out_leaves_the_pef_graph():
     assert outcome(account) == f"PEF's graph stands (the rival {TIMED_OUT} after 61 s)"
 
 
+def test_the_crossing_share_is_the_share_of_edges_joining_two_clusters():
+    g = PDAG(tuple("abcde"), [(0, 1), (1, 2), (3, 4)], [(2, 3)])
+    assert crossing_share(g, [np.array([0, 1]), np.array([2, 3, 4])]) == pytest.approx(1 / 4)
+    assert crossing_share(g, [np.array([0, 2, 4]), np.array([1, 3])]) == 1.0
+    assert crossing_share(PDAG(tuple("ab")), [np.array([0]), np.array([1])]) == 0.0
+
+
 def test_the_rival_may_take_twice_pefs_seconds_and_never_less_than_the_floor():
     assert rival_limit(0.0) == LIMIT_FLOOR and rival_limit(500.0) == 1000.0
 
@@ -69,6 +77,11 @@ def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_
     off = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, polish_upto=0)).fit(
         problem.data, problem.variables)
     assert off.rival_ is None and compare(off.graph_, problem.truth).shd > compare(pef.graph_, problem.truth).shd
+    # under rival_crossing (here: unless every edge joins two clusters) it does not run
+    blocks = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(**{**plain.__dict__, "rival_crossing": 1.0})
+                 ).fit(problem.data, problem.variables)
+    assert blocks.graph_ == off.graph_ and blocks.rival_["kept"] == "pef" and "status" not in blocks.rival_
+    assert 0 < blocks.rival_["crossing"] < 1 and outcome(blocks.rival_).startswith("not run: ")
     small = PEF(SPARSE, progress=False, partition=cut, repair=RepairConfig(repair_rounds=0, rival_upto=199)).fit(
         problem.data, problem.variables)
     assert small.rival_ is None  # 200 variables, above rival_upto

@@ -38,7 +38,8 @@ from hpc.pef.partition import PartitionConfig, context_variables, partition, sta
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
 from hpc.pef.polish import CHECKPOINT_CLUSTER, join_parents, polish_blocks, polish_search
-from hpc.pef.rival import CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, judged, outcome, rival_graph, rival_limit, run_rival
+from hpc.pef.rival import (CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, crossing_share, judged, outcome, rival_graph,
+                            rival_limit, run_rival)
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -587,6 +588,13 @@ class PEF:
         (hpc.pef.rival). Its run and its polish's searches are kept in the checkpoint."""
         if self.graph_ is None or len(clusters) == 1 or x.shape[1] > self.repair.rival_upto:
             return
+        share = crossing_share(self.graph_, clusters)
+        if share < self.repair.rival_crossing:
+            self.rival_ = {"kept": "pef", "crossing": round(share, 3),
+                           "skipped": f"{share:.0%} of PEF's edges join two clusters, under rival_crossing "
+                                      f"{self.repair.rival_crossing:g}: the partition found blocks"}
+            run.show.note(f"rival: {outcome(self.rival_)}")
+            return
         with run.timed("rival"):
             cov = covariance(x)
             result = self._rival_run(cov, variables, run)
@@ -595,6 +603,7 @@ class PEF:
                 other, polished = polish(z, other, clusters, self.repair, run.executor, run.deadline, run.memory,
                                          run.show, run.guard(), POLISH_CLUSTER, "rival's polish")
             self.graph_, self.rival_ = judged(self.graph_, other, result, cov, run.n)
+            self.rival_["crossing"] = round(share, 3)
             if polished is not None:
                 self.rival_["polish"] = polished
             if self.rival_["kept"] == "rival":

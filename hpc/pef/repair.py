@@ -61,6 +61,8 @@ class RepairConfig:
     # the whole fGES's accuracy but made Hailfinder and one mosaic problem worse (BENCHMARKS.md, "A
     # whole-problem rival"). 2000 is about where one whole fGES still takes as long as PEF.
     rival_upto: int = 0
+    # The rival runs only when at least this share of PEF's edges join two clusters (hpc.pef.rival).
+    rival_crossing: float = 0.0
     # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), in searches of at most
     # this many variables (a cluster whose search would be larger is searched in parts); 0 = never. A search's
     # time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at 1,000 variables, 250
@@ -74,6 +76,7 @@ class RepairConfig:
         check_number("repair_penalty", self.repair_penalty, 1.0, 1000.0)
         check_number("repair_block", self.repair_block, 10, 10_000_000, integer=True)
         check_number("rival_upto", self.rival_upto, 0, 10_000_000, integer=True)
+        check_number("rival_crossing", self.rival_crossing, 0.0, 1.0)
         check_number("polish_upto", self.polish_upto, 0, 10_000_000, integer=True)
 
 

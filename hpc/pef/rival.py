@@ -43,6 +43,16 @@ CHECKPOINT_KEY = (-1, 0)
 POLISH_CLUSTER = -3
 
 
+def crossing_share(graph: PDAG, clusters: list[np.ndarray]) -> float:
+    """The share of `graph`'s edges whose ends lie in two clusters: low where the partition found blocks
+    that PEF searched well, high where the graph has none and the cuts went through it."""
+    where = np.empty(graph.p, dtype=np.int64)
+    for c, members in enumerate(clusters):
+        where[members] = c
+    ends = np.concatenate([graph.directed, graph.undirected])
+    return float(np.mean(where[ends[:, 0]] != where[ends[:, 1]])) if len(ends) else 0.0
+
+
 def rival_limit(spent: float) -> float:
     """Seconds the rival may take after PEF's runs took `spent` seconds."""
     return max(LIMIT_FLOOR, LIMIT_FACTOR * spent)
@@ -77,6 +87,8 @@ def run_rival(executor: Any, cov: np.ndarray, n: int, variables: tuple[str, ...]
 
 def outcome(account: dict[str, Any]) -> str:
     """What the rival step decided, in one line."""
+    if "skipped" in account:
+        return f"not run: {account['skipped']}"
     if account["kept"] == "rival":
         return f"its graph stands, BIC {account['bic_rival']:,.0f} against PEF's {account['bic_pef']:,.0f}"
     if "bic_rival" in account:
