@@ -6,8 +6,9 @@ sampled every 0.2 s. Whole-problem learners and the paper's PEF methods run unde
 member run; whole-problem runs stopped there are reported as "> LIMIT s"); `psle` rows run as
 `psle learn` does, without it. Problems have the generator's default (shuffled) columns.
 
-Methods: `psle` is `psle learn`'s default (per-cluster selection, repair, polish); `psle-norepair` the
-same without the repair and the polish (fusion's graph), `psle-rival` with the whole-problem rival up to 2,000 variables; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
+Methods: `psle` is `psle learn`'s default (per-cluster selection, repair, polish, rival); `psle-norepair`
+the same without the repair, the polish and the rival (fusion's graph), `psle-rival` with the whole-problem
+rival up to 2,000 variables whatever the partition found; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
 methods; `fges`, `pc-stable` Tetrad's defaults on the whole problem; `fges-faithful` (λ 2.54, m 91,
 faithfulness) and `boss` (λ 2.54, started from a faithful fGES's order) / `boss-columns` (started
 from the column order) on the whole problem.
@@ -55,9 +56,9 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
         learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
     elif method in ("psle", "psle-norepair", "psle-rival"):
         if method == "psle-norepair":
-            repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0, "polish_upto": 0})
+            repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0, "polish_upto": 0, "rival_upto": 0})
         elif method == "psle-rival":
-            repair = RepairConfig(**{**asdict(repair), "rival_upto": RIVAL_UPTO})
+            repair = RepairConfig(**{**asdict(repair), "rival_upto": RIVAL_UPTO, "rival_crossing": 0.0})
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
                       selector="truth", partition=partition, fusion=fusion, repair=repair)
     else:

@@ -56,13 +56,15 @@ class RepairConfig:
     repair_penalty: float = 2.0
     # Variables per repair search (the core of a block; its halo comes on top).
     repair_block: int = MAX_BLOCK
-    # Up to this many variables, one whole-problem fGES runs after the repair as a rival and the graph with the
-    # higher BIC stands (hpc.pef.rival); 0 = never, the default: on the test seeds it lifted er and hub to
-    # the whole fGES's accuracy but made Hailfinder and one mosaic problem worse (BENCHMARKS.md, "A
-    # whole-problem rival"). 2000 is about where one whole fGES still takes as long as PEF.
-    rival_upto: int = 0
-    # The rival runs only when at least this share of PEF's edges join two clusters (hpc.pef.rival).
-    rival_crossing: float = 0.0
+    # Up to this many variables, one whole-problem fGES runs after the polish as a rival, polished over the same
+    # clusters, and the graph with the higher BIC stands (hpc.pef.rival); 0 = never. 2000 is about where one
+    # whole fGES still takes as long as PEF.
+    rival_upto: int = 2000
+    # ... and only when at least this share of PEF's edges join two clusters. On seed 100 (tuning) the
+    # block-structured problems had 0.14-0.18 (Alarm, Hailfinder, ws, sbm), where BIC preferred the polished
+    # rival on two though it was less accurate, and er and hub 0.42-0.43, where the polished rival was better
+    # by 90-100 SHD; 0.3 is the middle of that gap (BENCHMARKS.md, "A whole-problem rival").
+    rival_crossing: float = 0.3
     # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), in searches of at most
     # this many variables (a cluster whose search would be larger is searched in parts); 0 = never. A search's
     # time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at 1,000 variables, 250

@@ -1,21 +1,18 @@
-"""PEF's last step on problems small enough: one whole-problem search as a rival to PEF's graph, and the
-graph with the higher BIC stands.
+"""PEF's last step on problems small enough and without block structure: one whole-problem search as a
+rival to PEF's graph, polished over the same clusters, and the graph with the higher BIC stands.
 
-Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one
-whole fGES (faithfulness assumed) is more accurate than PEF with its repair, while on the bnlearn
-replicas and other block-structured graphs PEF is. BIC needs no truth: on the tuning problems (seed
-100 of Alarm, er, hub, ws, mosaic and sbm at 1,000 variables) BIC with penalty discount JUDGE_PENALTY
-preferred the more accurate of the two every time. At penalty 1 it preferred the whole fGES on ws,
-where that was the less accurate graph (SHD 1,082 against PEF's 711); at 2, 2.54 and 4 it was right
-everywhere. Up to `rival_upto` variables a whole fGES takes about as long as PEF; it runs on a
-worker under a time limit (LIMIT_FACTOR times the seconds PEF's member runs and repair took, at least
-LIMIT_FLOOR; those seconds are in a checkpoint too, so a resumed run gives the rival the same limit), so
-where one whole search is much slower than PEF (scale-free hubs, layered cascades) it is cut and PEF's
-graph stands.
-
-Off by default (`rival_upto=0`): on the test seeds it lifted er and hub to the whole fGES's accuracy,
-but BIC also preferred the whole fGES where it was the less accurate graph (Hailfinder replicas, one
-mosaic problem), and a default should not make any family worse (BENCHMARKS.md, "A whole-problem rival").
+Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one whole
+fGES (faithfulness assumed) is more accurate than PEF, even after the repair and the polish. BOSS over
+each cluster and its Markov blanket (hpc.pef.polish) improves either start: on seed 100 (tuning) the
+polished whole fGES was 90-100 SHD better than PEF on er and hub. BIC needs no truth, but at penalty
+discount JUDGE_PENALTY it preferred the polished rival also on ws and Hailfinder, where it was 19-43
+SHD worse (at 1, 2.54, 4 and 6 too, on those two). What told the two kinds apart was the partition:
+on the block-structured problems 14-18 % of PEF's edges joined two clusters, on er and hub 42-43 %.
+So the rival runs only where that share reaches `rival_crossing`, and up to `rival_upto` variables,
+where a whole fGES takes about as long as PEF. It runs on a worker under a time limit (LIMIT_FACTOR
+times the seconds PEF's member runs and repair took, at least LIMIT_FLOOR; those seconds are in a
+checkpoint too, so a resumed run gives the rival the same limit), so where one whole search is much
+slower than PEF (scale-free hubs, layered cascades) it is cut and PEF's graph stands.
 """
 
 from __future__ import annotations
