@@ -207,7 +207,9 @@ def pef_help() -> str:
             "cluster variable), max_size (split clusters above it; 0: the paper's rule), whole_below (learn smaller "
             "problems whole), repair_rounds (0: no repair after fusion), repair_block (variables per repair search), "
             "polish_upto (BOSS over each cluster and its Markov blanket after the repair, in searches of at most "
-            "this many variables, larger clusters searched in parts; 0: none)")
+            "this many variables, larger clusters searched in parts; 0: none), rival_upto (up to this many variables, "
+            "one whole fGES, polished, as a rival judged by BIC; 0: none), rival_crossing (the rival runs only where "
+            "this share of PEF's edges join two clusters)")
 
 
 def add(sub) -> None:
