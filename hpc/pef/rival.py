@@ -26,6 +26,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic
 from hpc.learners.ensemble import MemberRun, run_member
 from hpc.learners.members import OK
+from hpc.pef.partition import cluster_labels
 
 #: The rival: fGES with faithfulness at the learned ensemble's winning penalty (λ 2.54, at most 91 parents),
 #: the whole-problem baseline of BENCHMARKS.md.
@@ -43,9 +44,7 @@ POLISH_CLUSTER = -3
 def crossing_share(graph: PDAG, clusters: list[np.ndarray]) -> float:
     """The share of `graph`'s edges whose ends lie in two clusters: low where the partition found blocks
     that PEF searched well, high where the graph has none and the cuts went through it."""
-    where = np.empty(graph.p, dtype=np.int64)
-    for c, members in enumerate(clusters):
-        where[members] = c
+    where = cluster_labels(clusters, graph.p)
     ends = np.concatenate([graph.directed, graph.undirected])
     return float(np.mean(where[ends[:, 0]] != where[ends[:, 1]])) if len(ends) else 0.0
 
@@ -57,7 +56,7 @@ def rival_limit(spent: float) -> float:
 
 def rival_graph(run: MemberRun, variables: tuple[str, ...]) -> PDAG | None:
     """The rival's CPDAG, or None when its run gave no graph (cut by its limit, failed)."""
-    if run.status != OK or run.directed is None:
+    if run.status != OK or run.directed is None or run.undirected is None:
         return None
     return PDAG(variables, run.directed, run.undirected)
 
