@@ -17,7 +17,6 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners.members import member_from_spec
 from hpc.pef.partition import PartitionConfig, cluster_labels
 from hpc.pef.pipeline import PEF
-from hpc.pef.repair import RepairConfig
 
 NAMES = tuple("abcde")
 TEXT = "/knowledge\naddtemporal\n1 d\n2 c e\n3* a b\nforbiddirect\na b\nb a\nrequiredirect\nd e  // a comment\n"
@@ -123,15 +122,13 @@ PEF_METHODS = {"p-fges": {"members": [{"method": "fges"}]},
 
 @pytest.mark.jvm
 @pytest.mark.parametrize("method", sorted(PEF_METHODS))
-def test_pef_honours_knowledge_in_its_clusters_fusion_and_repair(method):
+def test_pef_honours_knowledge_in_its_clusters_fusion_repair_and_polish(method):
     """Alarm-400 cut into clusters: with the true tiers, a forbidden true edge and three required true cross-cluster
     edges, the graph breaks none of them, and it is closer to the truth than without (p-fges on seed 0: arrowhead
     F1 up by more than 0.05; p-sle: 0.865 -> 0.896, SHD 119 -> 109)."""
     problem = benchmark_problem(400, 0, 1000, network="alarm")
     truth = problem.truth
-    # the polish does not take knowledge (a run with knowledge skips it), so both runs go without it: like with like
-    settings = {"partition": PartitionConfig(whole_below=0), "repair": RepairConfig(polish_upto=0), "progress": False,
-                **PEF_METHODS[method]}
+    settings = {"partition": PartitionConfig(whole_below=0), "progress": False, **PEF_METHODS[method]}
     free = PEF(**settings).fit(problem.data, problem.variables)
     label = cluster_labels(free.clusters_, truth.p)
     cross = [tuple(e) for e in truth.directed.tolist() if label[e[0]] != label[e[1]]]
@@ -148,6 +145,7 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_and_repair(method):
     assert len(free_violations) > 5
     known = PEF(knowledge=knowledge, **settings).fit(problem.data, names)
     assert known.status_ == "ok" and knowledge.violations(known.graph_) == []
+    assert known.polish_["searches"] == len(known.clusters_) and "knowledge_fixed" in known.polish_
     edges = {frozenset(e[:2]): e for e in known.graph_.named_edges()}
     assert frozenset(names[v] for v in forbid) not in edges or edges[frozenset(names[v] for v in forbid)][2] != "-->"
     assert all(edges[frozenset((names[a], names[b]))] == (names[a], names[b], "-->") for a, b in require)

@@ -14,7 +14,7 @@ from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import standardize
 from hpc.pef.pipeline import PEF, polish
-from hpc.pef.polish import blanket, join_parents, polish_blocks
+from hpc.pef.polish import blanket, communities, join_parents, polish_blocks
 from hpc.pef.repair import RepairConfig
 from hpc.progress import Progress
 
@@ -24,6 +24,14 @@ def test_the_blanket_holds_parents_children_and_the_childrens_other_parents():
     dag = PDAG(tuple("abcdefg"), [(1, 0), (0, 2), (3, 2), (4, 3), (0, 6)])
     assert blanket(dag, np.array([0])).tolist() == [1, 2, 3, 6]
     assert blanket(dag, np.array([0, 1])).tolist() == [2, 3, 6]
+
+
+def test_the_recut_cuts_where_the_graph_is_sparse_not_where_the_partition_did():
+    # two 5-cliques (as CPDAG edges) joined by one edge 4 - 5: the communities are the cliques
+    clique = lambda lo: [(a, b) for a in range(lo, lo + 5) for b in range(a + 1, lo + 5)]  # noqa: E731
+    g = PDAG(tuple(f"v{i}" for i in range(11)), [(4, 5)], clique(0) + clique(5))
+    assert [c.tolist() for c in communities(g)] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10]]
+    assert [c.tolist() for c in communities(g)] == [c.tolist() for c in communities(g)]  # seeded
 
 
 def test_a_search_holds_its_cluster_and_blanket_in_the_repaired_order_with_the_candidate_pairs():

@@ -154,10 +154,11 @@ def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undire
 
 
 def run_boss_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray,
-                     threads: int = 1) -> np.ndarray:
+                     threads: int = 1, knowledge: dict[str, Any] | None = None) -> np.ndarray:
     """BOSS over the columns of `x`, started from `order`, where a variable's parents may come only from its
-    partners in `pairs`; the DAG it ends at, as parent -> child rows. The restriction goes into each
-    variable's grow-shrink tree (its forbidden parents), which is where BOSS scores parent sets."""
+    partners in `pairs` (and its required parents), as `knowledge` allows; the DAG it ends at, as parent ->
+    child rows. The restriction goes into each variable's grow-shrink tree (its forbidden parents), which is
+    where BOSS scores parent sets; BOSS itself keeps the knowledge's tiers and required edges in its moves."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
     from java.util import ArrayList
@@ -172,16 +173,20 @@ def run_boss_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np
     boss.setVerbose(False)
     search = PermutationSearch(boss)
     search.setSeed(0)
+    if knowledge is not None:  # each tree gets the knowledge's required and forbidden parents first
+        search.setKnowledge(tetrad_knowledge(knowledge))
     partners: list[list[int]] = [[v] for v in range(p)]
     for a, b in np.asarray(pairs).tolist():
         partners[a].append(b)
         partners[b].append(a)
     for v in range(p):
-        forbidden, allowed = ArrayList(nodes), ArrayList()
+        tree = search.getGST(nodes.get(v))
+        required, forbidden, allowed = ArrayList(tree.getRequired()), ArrayList(nodes), ArrayList(tree.getRequired())
         for u in partners[v]:
             allowed.add(nodes.get(u))
         forbidden.removeAll(allowed)
-        search.getGST(nodes.get(v)).setKnowledge(ArrayList(), forbidden)
+        forbidden.addAll(tree.getForbidden())
+        tree.setKnowledge(required, forbidden)
     start = ArrayList()
     for i in np.asarray(order).tolist():
         start.add(nodes.get(i))

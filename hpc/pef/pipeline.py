@@ -37,7 +37,7 @@ from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
-from hpc.pef.polish import CHECKPOINT_CLUSTER, join_parents, polish_blocks, polish_search
+from hpc.pef.polish import CHECKPOINT_CLUSTER, RECUT_CLUSTER, communities, join_parents, polish_blocks, polish_search
 from hpc.pef.rival import (CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, crossing_share, judged, outcome, rival_graph,
                             rival_limit, run_rival)
 from hpc.progress import Progress
@@ -138,11 +138,12 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
 
 def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
            deadline: float | None, memory: RunCheckpoint | None, show: Progress, guard: float,
-           key: int = CHECKPOINT_CLUSTER, label: str = "polish") -> tuple[PDAG, dict]:
+           key: int = CHECKPOINT_CLUSTER, label: str = "polish",
+           knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
     """BOSS over each cluster and its Markov blanket on `executor`'s workers (hpc.pef.polish), for searches of
     at most `config.polish_upto` variables, each cut after `guard` seconds (it then keeps the repaired
-    parents). Each finished search is kept in the checkpoint under (`key`, search); `label` heads the
-    progress lines. Returns the polished CPDAG and its account."""
+    parents), each as `knowledge` allows. Each finished search is kept in the checkpoint under (`key`,
+    search); `label` heads the progress lines. Returns the polished CPDAG and its account."""
     blocks = polish_blocks(graph, clusters, config.polish_upto)
     specs = [{"method": "boss-polish", "penalty": config.repair_penalty, "search": b.fingerprint()} for b in blocks]
     results: list[np.ndarray | None] = [None] * len(blocks)
@@ -160,7 +161,10 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
               + (f"; {resumed} already in the checkpoint" if resumed else ""))
     begin = time.perf_counter()
     data, limit = executor.scatter(z), remaining(guard, deadline)
-    tasks = [(data, blocks[b], config.repair_penalty, executor.task_threads(len(todo)), limit) for b in todo]
+    threads = executor.task_threads(len(todo))
+    tasks = [(data, blocks[b], config.repair_penalty, threads, limit,
+              None if knowledge is None else knowledge.indexed([graph.variables[c] for c in blocks[b].columns]))
+             for b in todo]
     for done, (t, result) in enumerate(executor.run(polish_search, tasks), 1):
         results[todo[t]] = result
         if memory is not None and result is not None:
@@ -170,11 +174,14 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     cut = sum(results[b] is None for b in todo)
     if cut and deadline is not None and time.time() >= deadline:
         raise WallLimitHit
-    polished = join_parents(graph, blocks, results)
+    polished, fixed = join_parents(graph, blocks, results), 0
+    if knowledge is not None:  # a cross-cluster edge reversed to break a cycle may go against the knowledge
+        polished, fixed = knowledge.kept(polished)
     account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(clusters),
                "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
                **({"resumed": resumed} if resumed else {}),
-               **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {})}
+               **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {}),
+               **({"knowledge_fixed": fixed} if knowledge is not None else {})}
     show.note(f"{label}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()
                                      if k.startswith("edges")))
     return polished, account
@@ -188,7 +195,7 @@ def lost_status(lost: list[str]) -> str:
 
 
 #: The steps a fit times, in order (`seconds_`; selection only with per-cluster selection).
-STEPS = ("partition", "selection", "estimation", "fusion", "repair", "polish", "rival")
+STEPS = ("partition", "selection", "estimation", "fusion", "repair", "polish", "rival", "recut")
 
 
 @dataclass
@@ -420,7 +427,7 @@ class PEF:
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
         expired = run.expired()  # then one note, not a warning per run
         union = self._union(variables, clusters, searched, estimation, expired)
-        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.polish_ = self.rival_ = None
+        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.polish_ = self.rival_ = self.recut_ = None
         z = standardize(x, np.float64)
         try:
             if not expired:
@@ -428,6 +435,7 @@ class PEF:
                 self._repair_step(z, clusters, run)
                 self._polish_step(z, clusters, run)
                 self._rival_step(x, z, variables, clusters, run)
+                self._recut_step(z, clusters, run)
         except WallLimitHit:
             expired = True
         if expired:
@@ -571,14 +579,10 @@ class PEF:
         """BOSS over each cluster and its Markov blanket after the repair (hpc.pef.polish), guarded like it."""
         if not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
             return
-        if self._known() is not None:  # each search's parents are restricted in BOSS's trees, not by Knowledge
-            run.show.note("polish: skipped, as it does not take prior knowledge yet")
-            self.polish_ = {"skipped": "prior knowledge"}
-            return
         with run.timed("polish"):
             guard = run.guard()
             self.graph_, self.polish_ = polish(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
-                                               run.memory, run.show, guard)
+                                               run.memory, run.show, guard, knowledge=self._known())
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
     def _rival_step(self, x: np.ndarray, z: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray],
@@ -599,9 +603,9 @@ class PEF:
             cov = covariance(x)
             result = self._rival_run(cov, variables, run)
             other, polished = rival_graph(result, self.graph_.variables), None
-            if other is not None and self.repair.polish_upto and self._known() is None:
+            if other is not None and self.repair.polish_upto:
                 other, polished = polish(z, other, clusters, self.repair, run.executor, run.deadline, run.memory,
-                                         run.show, run.guard(), POLISH_CLUSTER, "rival's polish")
+                                         run.show, run.guard(), POLISH_CLUSTER, "rival's polish", self._known())
             self.graph_, self.rival_ = judged(self.graph_, other, result, cov, run.n)
             self.rival_["crossing"] = round(share, 3)
             if polished is not None:
@@ -609,6 +613,33 @@ class PEF:
             if self.rival_["kept"] == "rival":
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
             run.show.note(f"rival: {outcome(self.rival_)}")
+
+    def _recut_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
+        """`repair.recut_passes` more polish passes, each over the communities of the graph so far
+        (hpc.pef.polish.communities) instead of PEF's clusters, so that no seam stays a seam; only where the
+        communities are blocks (under `repair.recut_crossing` of the edges join two), since a search over a
+        small core with a large blanket fits the blanket's variables without their own parents."""
+        if not self.repair.recut_passes or not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
+            return
+        with run.timed("recut"):
+            before, passes = self.graph_, []
+            for r in range(self.repair.recut_passes):
+                cut = communities(self.graph_)
+                share = crossing_share(self.graph_, cut)
+                if share >= self.repair.recut_crossing:
+                    self.recut_ = {"crossing": round(share, 3), "skipped": f"{share:.0%} of the edges join two of "
+                                   f"the graph's {len(cut)} communities, not under recut_crossing "
+                                   f"{self.repair.recut_crossing:g}: it has no blocks"}
+                    break
+                self.graph_, account = polish(z, self.graph_, cut, self.repair, run.executor, run.deadline, run.memory,
+                                              run.show, run.guard(), RECUT_CLUSTER - r, f"recut {r + 1}",
+                                              self._known())
+                passes.append({**account, "crossing": round(share, 3)})
+            if passes:
+                self.recut_ = {**changes(before, self.graph_), "passes": passes}
+                self.dag_ = pdag_to_dag(self.graph_, strict=False)
+            else:
+                run.show.note(f"recut: not run ({self.recut_['skipped']})")
 
     def _rival_run(self, cov: np.ndarray, variables: tuple[str, ...], run: FitRun) -> MemberRun:
         """The rival's fGES run, from the checkpoint when it is there."""
@@ -643,6 +674,7 @@ class PEF:
             "repair": self.repair_,
             "polish": self.polish_,
             "rival": self.rival_,
+            "recut": self.recut_,
             **({"placements": self.placements_} if self.placements_ else {}),  # step -> tasks per SLURM worker job
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},

@@ -22,6 +22,7 @@ import hashlib
 from collections import deque
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
@@ -32,6 +33,8 @@ from hpc.pef.repair import acyclic_union, candidate_pairs
 RUNNER = "hpc.learners.tetrad:run_boss_bounded"
 #: Where a checkpoint keeps the polish of cluster b: (CHECKPOINT_CLUSTER, b); member runs use clusters from 0.
 CHECKPOINT_CLUSTER = -2
+#: ... and the recut's pass r, search b: (RECUT_CLUSTER - r, b).
+RECUT_CLUSTER = -10
 
 
 @dataclass(frozen=True)
@@ -169,11 +172,24 @@ def join_parents(graph: PDAG, blocks: list[PolishBlock], results: list[np.ndarra
     return dag_to_cpdag(graph.with_edges(directed, np.empty((0, 2), dtype=np.int64)))
 
 
-def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int,
-                  limit: float | None) -> np.ndarray | None:
-    """One block's BOSS in this process's JVM worker (a dask task): its DAG in local indices; None when
-    `limit` seconds passed first."""
+def communities(graph: PDAG, seed: int = 0) -> list[np.ndarray]:
+    """The Louvain communities of `graph`'s skeleton (networkx, seeded): groups of variables cut where the graph
+    itself is sparse, not where PEF's partition cut the data, so a polish over them searches PEF's seams from
+    inside. Nodes enter in index order, which the pipeline derives from the data, so the cut does not depend
+    on the file's column order."""
+    skeleton = nx.Graph()
+    skeleton.add_nodes_from(range(graph.p))
+    skeleton.add_edges_from(np.vstack([graph.directed, graph.undirected]).tolist())
+    found = nx.community.louvain_communities(skeleton, seed=seed)
+    return sorted((np.array(sorted(c), dtype=np.int64) for c in found), key=lambda c: int(c[0]))
+
+
+def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int, limit: float | None,
+                  knowledge: dict | None = None) -> np.ndarray | None:
+    """One block's BOSS in this process's JVM worker (a dask task), with the `knowledge` about its columns
+    (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when `limit` seconds passed first."""
     from hpc.learners.worker import call_within
 
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
-                                "order": block.order, "pairs": block.pairs, "threads": threads}, limit)
+                                "order": block.order, "pairs": block.pairs, "threads": threads,
+                                **({"knowledge": knowledge} if knowledge else {})}, limit)

@@ -72,6 +72,15 @@ class RepairConfig:
     # seeds it gained on every family but Alarm-1000 (1 SHD behind 500), and it costs Asia-200 seed 0 five
     # SHD (BENCHMARKS.md, "A BOSS polish per cluster" and "Column order").
     polish_upto: int = 250
+    # After the polish (and the rival), this many more polish passes, each over the Louvain communities of the
+    # graph so far rather than PEF's clusters (hpc.pef.polish.communities), so the seams are searched from
+    # inside; 0 = none. On seed 100 (tuning) one pass took SHD 252 -> 235 on Alarm-1000, 582 -> 553 on ws and
+    # 296 -> 292 on sbm in 2-5 s; a second added at most 11; on er and hub it cost 16 and 26.
+    recut_passes: int = 1
+    # ... and only while under this share of the graph's edges join two communities: 0.09-0.14 on the
+    # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
+    # true graphs, seed 100).
+    recut_crossing: float = 0.3
 
     def validate(self) -> None:
         check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
@@ -80,6 +89,8 @@ class RepairConfig:
         check_number("rival_upto", self.rival_upto, 0, 10_000_000, integer=True)
         check_number("rival_crossing", self.rival_crossing, 0.0, 1.0)
         check_number("polish_upto", self.polish_upto, 0, 10_000_000, integer=True)
+        check_number("recut_passes", self.recut_passes, 0, 10, integer=True)
+        check_number("recut_crossing", self.recut_crossing, 0.0, 1.0)
 
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
