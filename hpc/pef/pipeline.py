@@ -635,6 +635,8 @@ class PEF:
                                               run.show, run.guard(), RECUT_CLUSTER - r, f"recut {r + 1}",
                                               self._known())
                 passes.append({**account, "crossing": round(share, 3)})
+                if not any(account[k] for k in ("edges_added", "edges_removed", "edges_reoriented")):
+                    break  # another pass would search the same communities from the same graph
             if passes:
                 self.recut_ = {**changes(before, self.graph_), "passes": passes}
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)

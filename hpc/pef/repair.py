@@ -74,9 +74,10 @@ class RepairConfig:
     polish_upto: int = 250
     # After the polish (and the rival), this many more polish passes, each over the Louvain communities of the
     # graph so far rather than PEF's clusters (hpc.pef.polish.communities), so the seams are searched from
-    # inside; 0 = none. On seed 100 (tuning) one pass took SHD 252 -> 235 on Alarm-1000, 582 -> 553 on ws and
-    # 296 -> 292 on sbm in 2-5 s; a second added at most 11; on er and hub it cost 16 and 26.
-    recut_passes: int = 1
+    # inside; 0 = none. On seed 100 (tuning, 1,000 variables) one pass took SHD 252 -> 235 on Alarm, 342 -> 328
+    # on Hailfinder, 582 -> 553 on ws, 296 -> 292 on sbm (1-5 s each) and 654 -> 512 on mosaic (74 s); a second
+    # took mosaic to 477 and ws to 542, and cost Alarm 4. On er and hub one pass cost 16 and 26 SHD.
+    recut_passes: int = 2
     # ... and only while under this share of the graph's edges join two communities: 0.09-0.14 on the
     # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
     # true graphs, seed 100).
