@@ -161,6 +161,23 @@ def test_a_polished_pef_gives_the_same_cpdag_in_any_column_order():
         perm = np.random.default_rng(k).permutation(problem.p) if k else np.arange(problem.p)
         pef = PEF(members, progress=False, repair=RepairConfig(polish_upto=1000)).fit(
             problem.data[:, perm], [problem.variables[i] for i in perm])
-        assert pef.polish_["searches"] == len(pef.clusters_) > 1
+        assert pef.polish_["searches"] == len(pef.clusters_) > 1 and pef.recut_["passes"]  # the recut too
         graphs.append(relabel(pef.graph_, perm, problem.variables))
     assert all(compare(g, graphs[0]).shd == 0 for g in graphs[1:])
+
+
+@pytest.mark.jvm
+def test_the_recut_searches_the_seams_of_a_block_structured_graph_and_skips_one_without_blocks():
+    members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
+    problem = benchmark_problem(300, 3, network="alarm")
+    fit = lambda recut, p: PEF(members, progress=False, repair=RepairConfig(recut_passes=recut)).fit(  # noqa: E731
+        p.data, p.variables)
+    without, recut = fit(0, problem), fit(2, problem)
+    assert without.recut_ is None and 1 <= len(recut.recut_["passes"]) <= 2
+    first = recut.recut_["passes"][0]
+    assert first["crossing"] < 0.3 and first["clusters"] > len(recut.clusters_)  # cut elsewhere, and finer
+    assert recut.recut_["edges_added"] + recut.recut_["edges_removed"] + recut.recut_["edges_reoriented"] > 0
+    assert compare(recut.graph_, problem.truth).shd < compare(without.graph_, problem.truth).shd
+    er = benchmark_problem(200, 2, graph="er")
+    plain = fit(2, er)
+    assert plain.recut_["crossing"] >= 0.3 and "passes" not in plain.recut_ and plain.recut_["skipped"]
