@@ -1,8 +1,8 @@
 """Where P/SLE loses accuracy against one search on the whole problem: inside clusters, or at the seams.
 
 Runs `psle learn`'s defaults on a generated problem (shuffled columns) without and with the repair
-pass, and with the BOSS polish after it (the same partition), and one whole-problem learner (fGES λ 2.53767, m 91 with the faithfulness
-assumption), then splits the true edges by PEF's partition into within-cluster and cross-cluster
+pass, the BOSS polish, the rival and the recut after it (the same partition), and one whole-problem
+learner (fGES λ 2.53767, m 91 with the faithfulness assumption), then splits the true edges by PEF's partition into within-cluster and cross-cluster
 edges and reports, for each graph, adjacency recall and precision on each kind and the arrowhead
 agreement of the true edges each graph found (against the truth's CPDAG).
 
@@ -73,7 +73,8 @@ def main() -> None:
         with make_executor("local", None, args.workers) as executor:
             for name, options in (("psle without repair", {"repair_rounds": 0, "polish_upto": 0, "rival_upto": 0}),
                                   ("psle with the repair only", {"polish_upto": 0, "rival_upto": 0}),
-                                  ("psle (repair + polish)", {"rival_upto": 0}), ("psle (defaults: + rival)", {})):
+                                  ("psle (repair + polish)", {"rival_upto": 0, "recut_passes": 0}),
+                                  ("psle (+ rival)", {"recut_passes": 0}), ("psle (defaults: + recut)", {})):
                 start = time.perf_counter()
                 pef = build_estimator(MethodSpec("psle", True, selection="predicted", selector="truth",
                                                  pef_options=options), executor=executor, progress=False)
