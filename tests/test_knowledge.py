@@ -12,7 +12,7 @@ from hpc.data.generate import SEM, benchmark_problem, sample
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import topological_order
 from hpc.graphs.knowledge import parse_knowledge
-from hpc.graphs.metrics import evaluate
+from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.learners.members import member_from_spec
 from hpc.pef.partition import PartitionConfig, cluster_labels
@@ -124,8 +124,8 @@ PEF_METHODS = {"p-fges": {"members": [{"method": "fges"}]},
 @pytest.mark.parametrize("method", sorted(PEF_METHODS))
 def test_pef_honours_knowledge_in_its_clusters_fusion_repair_and_polish(method):
     """Alarm-400 cut into clusters: with the true tiers, a forbidden true edge and three required true cross-cluster
-    edges, the graph breaks none of them, and it is closer to the truth than without (p-fges on seed 0: arrowhead
-    F1 up by more than 0.05; p-sle: 0.865 -> 0.896, SHD 119 -> 109)."""
+    edges, the graph breaks none of them, and it is closer to the true DAG than without (seed 0, F1-arrowhead:
+    p-fges 0.860 -> 0.952, p-sle 0.850 -> 0.951)."""
     problem = benchmark_problem(400, 0, 1000, network="alarm")
     truth = problem.truth
     settings = {"partition": PartitionConfig(whole_below=0), "progress": False, **PEF_METHODS[method]}
@@ -149,7 +149,9 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_repair_and_polish(method):
     edges = {frozenset(e[:2]): e for e in known.graph_.named_edges()}
     assert frozenset(names[v] for v in forbid) not in edges or edges[frozenset(names[v] for v in forbid)][2] != "-->"
     assert all(edges[frozenset((names[a], names[b]))] == (names[a], names[b], "-->") for a, b in require)
-    with_knowledge, without = evaluate(known.graph_, truth), evaluate(free.graph_, truth)
+    # Every true edge joins two tiers, so the most this knowledge lets a learner say is the true DAG itself
+    # (against the CPDAG, an edge the tiers rightly point would count as an error).
+    with_knowledge, without = compare(known.graph_, truth), compare(free.graph_, truth)
     assert with_knowledge.f1_arrowhead > without.f1_arrowhead + 0.01 and with_knowledge.shd < without.shd
 
 
