@@ -18,9 +18,14 @@ class PeakMemory:
 
     def peak_within(self, spans: list[tuple[float, float]]) -> int:
         """Peak bytes sampled within any of `spans` (time.time() pairs), each stretched by two sampling
-        intervals so that a span shorter than one still has its sample; 0 if none."""
-        late = 2 * self.interval
-        return max((b for t, b in self.samples if any(lo <= t <= hi + late for lo, hi in spans)), default=0)
+        intervals, and for a span without a sample (shorter than a sample takes on a busy machine) the first
+        one after it starts; 0 if none."""
+        late, peak = 2 * self.interval, 0
+        for lo, hi in spans:
+            inside = [b for t, b in self.samples if lo <= t <= hi + late]
+            after = [b for t, b in self.samples if t >= lo][:1]
+            peak = max(peak, *(inside or after or [0]))
+        return peak
 
     def _sample(self) -> int:
         me = psutil.Process()
@@ -48,3 +53,6 @@ class PeakMemory:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        sample = self._sample()  # the last step's, however short it was
+        self.samples.append((time.time(), sample))
+        self.peak = max(self.peak, sample)
