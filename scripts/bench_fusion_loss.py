@@ -2,9 +2,10 @@
 
 Runs `psle learn`'s defaults on a generated problem (shuffled columns) without and with the repair
 pass, the BOSS polish, the rival and the recut after it (the same partition), and one whole-problem
-learner (fGES λ 2.53767, m 91 with the faithfulness assumption), then splits the true edges by PEF's partition into within-cluster and cross-cluster
-edges and reports, for each graph, adjacency recall and precision on each kind and the arrowhead
-agreement of the true edges each graph found (against the truth's CPDAG).
+learner (fGES λ 2.53767, m 91 with the faithfulness assumption), then splits the true edges by PEF's
+partition into within-cluster and cross-cluster edges and reports, for each graph, adjacency recall and
+precision on each kind and the arrowhead agreement of the true edges each graph found (against the truth's
+CPDAG).
 
 Usage: python scripts/bench_fusion_loss.py [--network alarm | --graph er] [--nodes 1000] [--seeds 0] [--workers 2]
 """

@@ -631,11 +631,12 @@ class PEF:
                                    f"the graph's {len(cut)} communities, not under recut_crossing "
                                    f"{self.repair.recut_crossing:g}: it has no blocks"}
                     break
-                self.graph_, account = polish(z, self.graph_, cut, self.repair, run.executor, run.deadline, run.memory,
+                start = self.graph_
+                self.graph_, account = polish(z, start, cut, self.repair, run.executor, run.deadline, run.memory,
                                               run.show, run.guard(), RECUT_CLUSTER - r, f"recut {r + 1}",
                                               self._known())
                 passes.append({**account, "crossing": round(share, 3)})
-                if not any(account[k] for k in ("edges_added", "edges_removed", "edges_reoriented")):
+                if self.graph_ == start:
                     break  # another pass would search the same communities from the same graph
             if passes:
                 self.recut_ = {**changes(before, self.graph_), "passes": passes}
