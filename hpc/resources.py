@@ -23,8 +23,7 @@ class PeakMemory:
         late, peak = 2 * self.interval, 0
         for lo, hi in spans:
             inside = [b for t, b in self.samples if lo <= t <= hi + late]
-            after = [b for t, b in self.samples if t >= lo][:1]
-            peak = max(peak, *(inside or after or [0]))
+            peak = max(peak, max(inside) if inside else next((b for t, b in self.samples if t >= lo), 0))
         return peak
 
     def _sample(self) -> int:
@@ -37,11 +36,14 @@ class PeakMemory:
                 pass
         return total
 
+    def _record(self) -> None:
+        sample = self._sample()
+        self.samples.append((time.time(), sample))
+        self.peak = max(self.peak, sample)
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            sample = self._sample()
-            self.samples.append((time.time(), sample))
-            self.peak = max(self.peak, sample)
+            self._record()
             self._stop.wait(self.interval)
 
     def __enter__(self) -> PeakMemory:
@@ -53,6 +55,4 @@ class PeakMemory:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        sample = self._sample()  # the last step's, however short it was
-        self.samples.append((time.time(), sample))
-        self.peak = max(self.peak, sample)
+        self._record()  # the last step's sample, however short it was
