@@ -70,7 +70,8 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
     if isinstance(learner, PEF):
         extra = {"clusters": [int(len(c)) for c in learner.clusters_],
                  "fusion": None if learner.fusion_stats_ is None else learner.fusion_stats_.as_dict(),
-                 "repair": learner.repair_, "polish": learner.polish_, "rival": learner.rival_, "recut": learner.recut_,
+                 "repair": learner.repair_, "polish": learner.polish_, "rival": learner.rival_,
+                 "sweep": learner.sweep_, "recut": learner.recut_,
                  "winners": [None if w is None else learner.members_[w] for w in learner.winners_],
                  "spans": learner.spans_, "task_seconds": learner.task_seconds_}
     return learner.graph_, learner.status_, extra

@@ -209,8 +209,9 @@ def pef_help() -> str:
             "polish_upto (BOSS over each cluster and its Markov blanket after the repair, in searches of at most "
             "this many variables, larger clusters searched in parts; 0: none), rival_upto (up to this many variables, "
             "one whole fGES, polished, as a rival judged by BIC; 0: none), rival_crossing (the rival runs only where "
-            "this share of PEF's edges join two clusters), recut_passes (polish passes over the finished graph's own "
-            "communities, which cut elsewhere than the partition; 0: none)")
+            "this share of PEF's edges join two clusters), sweep_upto (up to this many variables, one fGES over every "
+            "pair from the graph so far, at sweep_penalty; 0: none), recut_passes (polish passes over the finished "
+            "graph's own communities, which cut elsewhere than the partition; 0: none)")
 
 
 def add(sub) -> None:

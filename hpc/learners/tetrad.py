@@ -128,11 +128,11 @@ def _graph(nodes, directed: np.ndarray, undirected: np.ndarray):
 
 
 def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undirected: np.ndarray,
-                     pairs: np.ndarray, threads: int = 1,
+                     pairs: np.ndarray | None, threads: int = 1,
                      knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """fGES (faithfulness assumed) over all columns of `x`, started from the PDAG (`directed`,
-    `undirected`) and adding edges only between `pairs` (Fges's bound graph), as `knowledge` allows; it
-    may remove any edge."""
+    `undirected`) and adding edges only between `pairs` (Fges's bound graph; None: any pair), as
+    `knowledge` allows; it may remove any edge."""
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore
@@ -146,7 +146,8 @@ def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undire
     search.setMaxDegree(-1)
     search.setNumThreads(int(threads))
     search.setVerbose(False)
-    search.setBoundGraph(_graph(nodes, np.empty((0, 2), dtype=np.int64), pairs))
+    if pairs is not None:
+        search.setBoundGraph(_graph(nodes, np.empty((0, 2), dtype=np.int64), pairs))
     search.setInitialGraph(_graph(nodes, directed, undirected))
     if knowledge is not None:
         search.setKnowledge(tetrad_knowledge(knowledge))

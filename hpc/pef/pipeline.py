@@ -38,6 +38,8 @@ from hpc.pef.partition import PartitionConfig, context_variables, partition, sta
 from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
 from hpc.pef.polish import CHECKPOINT_CLUSTER, RECUT_CLUSTER, communities, join_parents, polish_blocks, polish_search
+from hpc.pef.sweep import CHECKPOINT_KEY as SWEEP_KEY
+from hpc.pef.sweep import fingerprint, sweep_search
 from hpc.pef.rival import (CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, crossing_share, judged, outcome, rival_graph,
                             rival_limit, run_rival)
 from hpc.progress import Progress
@@ -187,6 +189,41 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     return polished, account
 
 
+def sweep(z: np.ndarray, graph: PDAG, penalty: float, executor, deadline: float | None,
+          memory: RunCheckpoint | None, show: Progress, guard: float,
+          knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
+    """One fGES over every pair of `graph`'s variables, started from it, on one of `executor`'s workers
+    (hpc.pef.sweep), cut after `guard` seconds (then `graph` stands); its result is kept in the checkpoint.
+    Returns the swept CPDAG and its account."""
+    begin = time.perf_counter()
+    spec = {"method": "fges-sweep", "penalty": penalty, "start": fingerprint(graph)}
+    stored = None if memory is None else memory.runs.get(SWEEP_KEY)
+    resumed = stored is not None and stored.spec == spec
+    if stored is not None and resumed:
+        show.note("resuming: the sweep's result is in the checkpoint")
+        result: tuple[np.ndarray, np.ndarray] | None = (stored.directed, stored.undirected)
+    else:
+        show.note(f"sweep: one fGES over every pair of the {graph.p} variables from the graph so far "
+                  f"(penalty {penalty:g}, at most {guard:.0f} s)")
+        task = (executor.scatter(z), graph.directed, graph.undirected, penalty, executor.task_threads(1),
+                remaining(guard, deadline), None if knowledge is None else knowledge.indexed(list(graph.variables)))
+        result = next(iter(executor.run(sweep_search, [task])))[1]
+        if result is None:
+            if deadline is not None and time.time() >= deadline:
+                raise WallLimitHit
+            show.note(f"sweep: cut after {guard:.0f} s (the repair's guard); the graph before it stands")
+            return graph, {"cut_after_seconds": round(guard, 1)}
+        if memory is not None:
+            memory.put(*SWEEP_KEY, MemberRun(spec, OK, result[0], result[1], None, time.perf_counter() - begin))
+    swept, fixed = graph.with_edges(*result), 0
+    if knowledge is not None:
+        swept, fixed = knowledge.kept(swept)
+    account = {**changes(graph, swept), "penalty": penalty, "seconds": round(time.perf_counter() - begin, 3),
+               **({"resumed": True} if resumed else {}), **({"knowledge_fixed": fixed} if knowledge is not None else {})}
+    show.note("sweep: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items() if k.startswith("edges")))
+    return swept, account
+
+
 def lost_status(lost: list[str]) -> str:
     """The fit's status from the runs of clusters that got no graph: any failure outranks timeouts."""
     if not lost:
@@ -195,7 +232,7 @@ def lost_status(lost: list[str]) -> str:
 
 
 #: The steps a fit times, in order (`seconds_`; selection only with per-cluster selection).
-STEPS = ("partition", "selection", "estimation", "fusion", "repair", "polish", "rival", "recut")
+STEPS = ("partition", "selection", "estimation", "fusion", "repair", "polish", "rival", "sweep", "recut")
 
 
 @dataclass
@@ -427,7 +464,7 @@ class PEF:
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
         expired = run.expired()  # then one note, not a warning per run
         union = self._union(variables, clusters, searched, estimation, expired)
-        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.polish_ = self.rival_ = self.recut_ = None
+        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.polish_ = self.rival_ = self.sweep_ = self.recut_ = None
         z = standardize(x, np.float64)
         try:
             if not expired:
@@ -435,6 +472,7 @@ class PEF:
                 self._repair_step(z, clusters, run)
                 self._polish_step(z, clusters, run)
                 self._rival_step(x, z, variables, clusters, run)
+                self._sweep_step(z, clusters, run)
                 self._recut_step(z, clusters, run)
         except WallLimitHit:
             expired = True
@@ -614,6 +652,16 @@ class PEF:
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
             run.show.note(f"rival: {outcome(self.rival_)}")
 
+    def _sweep_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
+        """Up to `repair.sweep_upto` variables, one fGES over every pair from the graph so far (hpc.pef.sweep)."""
+        if not self.repair.sweep_upto or self.graph_ is None or len(clusters) == 1 or z.shape[1] > self.repair.sweep_upto:
+            return
+        with run.timed("sweep"):
+            swept, self.sweep_ = sweep(z, self.graph_, self.repair.sweep_penalty, run.executor, run.deadline,
+                                       run.memory, run.show, run.guard(), self._known())
+            if swept is not self.graph_:
+                self.graph_, self.dag_ = swept, pdag_to_dag(swept, strict=False)
+
     def _recut_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
         """`repair.recut_passes` more polish passes, each over the communities of the graph so far
         (hpc.pef.polish.communities) instead of PEF's clusters, so that no seam stays a seam; only where the
@@ -677,6 +725,7 @@ class PEF:
             "repair": self.repair_,
             "polish": self.polish_,
             "rival": self.rival_,
+            "sweep": self.sweep_,
             "recut": self.recut_,
             **({"placements": self.placements_} if self.placements_ else {}),  # step -> tasks per SLURM worker job
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run

@@ -82,6 +82,12 @@ class RepairConfig:
     # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
     # true graphs, seed 100).
     recut_crossing: float = 0.3
+    # Up to this many variables, the sweep (hpc.pef.sweep): one fGES over every pair, started from the graph
+    # after the rival, before the recut; 0 = never. At 1,000 variables it took 2-25 s on seed 100 (tuning).
+    sweep_upto: int = 2000
+    # The sweep's BIC penalty discount. On seed 100 (tuning) of Alarm, Hailfinder, ws, sbm, er, hub and mosaic
+    # at 1,000 variables (BENCHMARKS.md, "A sweep over every pair").
+    sweep_penalty: float = 3.0
 
     def validate(self) -> None:
         check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
@@ -92,6 +98,8 @@ class RepairConfig:
         check_number("polish_upto", self.polish_upto, 0, 10_000_000, integer=True)
         check_number("recut_passes", self.recut_passes, 0, 10, integer=True)
         check_number("recut_crossing", self.recut_crossing, 0.0, 1.0)
+        check_number("sweep_upto", self.sweep_upto, 0, 10_000_000, integer=True)
+        check_number("sweep_penalty", self.sweep_penalty, 1.0, 1000.0)
 
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
