@@ -57,7 +57,7 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
     elif method in ("psle", "psle-norepair", "psle-rival"):
         if method == "psle-norepair":
             repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0, "polish_upto": 0, "rival_upto": 0,
-                                                  "sweep_upto": 0})
+                                     "sweep_upto": 0})
         elif method == "psle-rival":
             repair = RepairConfig(**{**asdict(repair), "rival_upto": RIVAL_UPTO, "rival_crossing": 0.0})
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
