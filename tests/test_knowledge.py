@@ -122,7 +122,7 @@ PEF_METHODS = {"p-fges": {"members": [{"method": "fges"}]},
 
 @pytest.mark.jvm
 @pytest.mark.parametrize("method", sorted(PEF_METHODS))
-def test_pef_honours_knowledge_in_its_clusters_fusion_repair_and_polish(method):
+def test_pef_honours_knowledge_in_its_clusters_fusion_repair_polish_and_sweep(method):
     """Alarm-400 cut into clusters: with the true tiers, a forbidden true edge and three required true cross-cluster
     edges, the graph breaks none of them, and it is closer to the true DAG than without (seed 0, F1-arrowhead:
     p-fges 0.860 -> 0.952, p-sle 0.850 -> 0.951)."""
@@ -146,6 +146,7 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_repair_and_polish(method):
     known = PEF(knowledge=knowledge, **settings).fit(problem.data, names)
     assert known.status_ == "ok" and knowledge.violations(known.graph_) == []
     assert known.polish_["searches"] == len(known.clusters_) and "knowledge_fixed" in known.polish_
+    assert "knowledge_fixed" in known.sweep_  # the sweep ran under the knowledge
     edges = {frozenset(e[:2]): e for e in known.graph_.named_edges()}
     assert frozenset(names[v] for v in forbid) not in edges or edges[frozenset(names[v] for v in forbid)][2] != "-->"
     assert all(edges[frozenset((names[a], names[b]))] == (names[a], names[b], "-->") for a, b in require)

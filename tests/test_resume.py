@@ -51,9 +51,9 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
     meta = json.loads((tmp_path / "ref.json").read_text())["meta"]
     members = sum(len(c["runs"]) for c in meta["clusters"])
-    rival = meta["rival"] or {}  # the rival's run (unless skipped) and its polish, PEF's polish and the recut's
+    rival = meta["rival"] or {}  # the rival's run (unless skipped) and its polish, PEF's polish, the sweep, the recut's
     total = (members + ("status" in rival) + rival.get("polish", {}).get("searches", 0)
-             + (meta["polish"] or {}).get("searches", 0)
+             + (meta["polish"] or {}).get("searches", 0) + ("penalty" in (meta["sweep"] or {}))
              + sum(p["searches"] for p in (meta["recut"] or {}).get("passes", [])))
     ckpt = tmp_path / "run.h5"
     rng = random.Random(os.getpid())  # other moments on every run of the suite
