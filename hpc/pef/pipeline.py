@@ -447,8 +447,8 @@ class PEF:
                    "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
-        """partition -> plan (which members run where) -> estimate -> fuse -> repair -> polish -> rival; `graph_` stays None when
-        a cluster lost every member or the wall limit passed (`status_` says which)."""
+        """partition -> plan (which members run where) -> estimate -> fuse -> repair -> polish -> rival -> sweep ->
+        recut; `graph_` stays None when a cluster lost every member or the wall limit passed (`status_` says which)."""
         self.validate()
         self.members_ = self.ensemble()
         x, user_variables = as_learnable(x, variables)
