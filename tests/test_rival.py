@@ -69,7 +69,7 @@ SPARSE = [{"method": "fges", "penalty": 40.0}]  # a member that misses many edge
 def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_path):
     problem = benchmark_problem(200, 2, graph="er")
     cut = PartitionConfig(whole_below=0)
-    plain = RepairConfig(repair_rounds=0, polish_upto=0, rival_crossing=0.0)  # neither graph polished
+    plain = RepairConfig(repair_rounds=0, polish_upto=0, rival_crossing=0.0, sweep_upto=0)  # nothing after the rival
     pef = PEF(SPARSE, progress=False, partition=cut, repair=plain).fit(problem.data, problem.variables)
     assert len(pef.clusters_) > 1 and pef.rival_["kept"] == "rival" and "polish" not in pef.rival_
     whole = member_from_spec(RIVAL, None, 1).fit(problem.data, problem.variables)
@@ -77,7 +77,7 @@ def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_
     assert compare(pef.graph_, whole.graph_).shd <= max(1, whole.graph_.n_edges // 100)
     assert pef.result_meta()["rival"]["bic_rival"] > pef.result_meta()["rival"]["bic_pef"]
     off = PEF(SPARSE, progress=False, partition=cut,
-              repair=RepairConfig(repair_rounds=0, polish_upto=0, rival_upto=0)).fit(problem.data, problem.variables)
+              repair=replace(plain, rival_upto=0)).fit(problem.data, problem.variables)
     assert off.rival_ is None and compare(off.graph_, problem.truth).shd > compare(pef.graph_, problem.truth).shd
     # under rival_crossing (here: unless every edge joins two clusters) it does not run
     blocks = PEF(SPARSE, progress=False, partition=cut, repair=replace(plain, rival_crossing=1.0)).fit(
@@ -93,7 +93,7 @@ def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_tetrads_own(tmp_
 def test_with_the_polish_on_the_rival_is_polished_over_the_same_clusters_before_it_is_judged():
     problem = benchmark_problem(200, 2, graph="er")
     pef = PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
-              repair=RepairConfig(repair_rounds=0, rival_crossing=0.0)).fit(problem.data, problem.variables)
+              repair=RepairConfig(repair_rounds=0, rival_crossing=0.0, sweep_upto=0)).fit(problem.data, problem.variables)
     assert pef.rival_["polish"]["searches"] > 0 and pef.rival_["kept"] == "rival"
     # the polish changed Tetrad's whole fGES, towards the truth, and the polished graph is the one judged
     whole = member_from_spec(RIVAL, None, 1).fit(problem.data, problem.variables).graph_
