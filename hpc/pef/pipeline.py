@@ -35,11 +35,11 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
-from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, RepairConfig, block_search, candidate_pairs, changes,
+from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, Block, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
 from hpc.pef.polish import CHECKPOINT_CLUSTER, RECUT_CLUSTER, communities, join_parents, polish_blocks, polish_search
 from hpc.pef.sweep import CHECKPOINT_KEY as SWEEP_KEY
-from hpc.pef.sweep import fingerprint, sweep_search
+from hpc.pef.sweep import fingerprint
 from hpc.pef.rival import (CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, crossing_share, judged, outcome, rival_graph,
                             rival_limit, run_rival)
 from hpc.progress import Progress
@@ -88,6 +88,11 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
     return screen
 
 
+def changes_note(label: str, account: dict) -> str:
+    """A step's progress line: the edges it added, removed and reoriented."""
+    return f"{label}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items() if k.startswith("edges"))
+
+
 def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
            deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str,
            guard: float | None = None, knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
@@ -134,7 +139,7 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
         if cut:
             show.note(f"repair: {cut} of {len(blocks)} blocks cut after {guard:.0f} s; they keep their start graph")
     account = changes(graph, states[-1])
-    show.note("repair: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()))
+    show.note(changes_note("repair", account))
     return states[-1], {**account, "penalty": config.repair_penalty, "rounds": rounds}
 
 
@@ -184,8 +189,7 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
                **({"resumed": resumed} if resumed else {}),
                **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {}),
                **({"knowledge_fixed": fixed} if knowledge is not None else {})}
-    show.note(f"{label}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items()
-                                     if k.startswith("edges")))
+    show.note(changes_note(label, account))
     return polished, account
 
 
@@ -199,20 +203,22 @@ def sweep(z: np.ndarray, graph: PDAG, penalty: float, executor, deadline: float 
     spec = {"method": "fges-sweep", "penalty": penalty, "start": fingerprint(graph)}
     stored = None if memory is None else memory.runs.get(SWEEP_KEY)
     resumed = stored is not None and stored.spec == spec
-    if stored is not None and resumed:
+    if resumed:
         show.note("resuming: the sweep's result is in the checkpoint")
-        result: tuple[np.ndarray, np.ndarray] | None = (stored.directed, stored.undirected)
+        result = (stored.directed, stored.undirected)
     else:
         show.note(f"sweep: one fGES over every pair of the {graph.p} variables from the graph so far "
                   f"(penalty {penalty:g}, at most {guard:.0f} s)")
-        task = (executor.scatter(z), graph.directed, graph.undirected, penalty, executor.task_threads(1),
-                remaining(guard, deadline), None if knowledge is None else knowledge.indexed(list(graph.variables)))
-        result = next(iter(executor.run(sweep_search, [task])))[1]
-        if result is None:
+        whole = Block(np.arange(graph.p), graph.p, graph.directed, graph.undirected, None)  # no bound on pairs
+        task = (executor.scatter(z), whole, penalty, executor.task_threads(1), remaining(guard, deadline),
+                None if knowledge is None else knowledge.indexed(list(graph.variables)))
+        found = next(iter(executor.run(repair_search, [task])))[1]
+        if found is None:
             if deadline is not None and time.time() >= deadline:
                 raise WallLimitHit
             show.note(f"sweep: cut after {guard:.0f} s (the repair's guard); the graph before it stands")
             return graph, {"cut_after_seconds": round(guard, 1)}
+        result = found
         if memory is not None:
             memory.put(*SWEEP_KEY, MemberRun(spec, OK, result[0], result[1], None, time.perf_counter() - begin))
     swept, fixed = graph.with_edges(*result), 0
@@ -220,7 +226,7 @@ def sweep(z: np.ndarray, graph: PDAG, penalty: float, executor, deadline: float 
         swept, fixed = knowledge.kept(swept)
     account = {**changes(graph, swept), "penalty": penalty, "seconds": round(time.perf_counter() - begin, 3),
                **({"resumed": True} if resumed else {}), **({"knowledge_fixed": fixed} if knowledge is not None else {})}
-    show.note("sweep: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items() if k.startswith("edges")))
+    show.note(changes_note("sweep", account))
     return swept, account
 
 

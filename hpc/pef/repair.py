@@ -173,13 +173,13 @@ def repair_blocks(clusters: list[np.ndarray], graph: PDAG, size: int) -> list[np
 @dataclass(frozen=True)
 class Block:
     """One repair search: `columns` (core first, then halo) and, in their local indices, the start graph and
-    the pairs it may join (those with an end in the core)."""
+    the pairs it may join (those with an end in the core; None: any pair, as the sweep searches)."""
 
     columns: np.ndarray
     core: int
     directed: np.ndarray
     undirected: np.ndarray
-    pairs: np.ndarray
+    pairs: np.ndarray | None
 
 
 def block_search(graph: PDAG, pairs: np.ndarray, core: np.ndarray) -> Block:

@@ -17,8 +17,6 @@ import numpy as np
 
 from hpc.graphs.pdag import PDAG
 
-#: The sweep's runner in the JVM worker (hpc.learners.tetrad): fGES from a start graph, with no bound on pairs.
-RUNNER = "hpc.learners.tetrad:run_fges_bounded"
 #: Where a checkpoint keeps the sweep's result (member runs use cluster indices from 0; hpc.pef.rival and
 #: hpc.pef.polish use -1 to -3 and -10 down).
 CHECKPOINT_KEY = (-4, 0)
@@ -32,13 +30,3 @@ def fingerprint(graph: PDAG) -> str:
         h.update(b"|")
     return h.hexdigest()[:16]
 
-
-def sweep_search(x: np.ndarray, directed: np.ndarray, undirected: np.ndarray, penalty: float, threads: int,
-                 limit: float | None, knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The sweep in this process's JVM worker (a dask task), with the `knowledge` about `x`'s columns
-    (hpc.graphs.knowledge's indexed form): the CPDAG it ends at; None when `limit` seconds passed first."""
-    from hpc.learners.worker import call_within
-
-    return call_within(RUNNER, {"x": np.ascontiguousarray(x), "penalty": penalty, "directed": directed,
-                                "undirected": undirected, "pairs": None, "threads": threads,
-                                **({"knowledge": knowledge} if knowledge else {})}, limit)
