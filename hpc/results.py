@@ -21,7 +21,7 @@ from hpc.graphs.metrics import METRIC_INFO
 #: metric (hpc.graphs.metrics.METRIC_INFO, so none is dropped on the way), then a PEF run's account.
 TASK_FIELDS = ("experiment", "method", "network", "nodes", "p", "edges", "seed", "status", "time_limit", "wall_limit")
 PEF_FIELDS = ("clusters", "largest_cluster", "clusters_finished", "selection", "selector", "member_seconds")
-COLUMNS = [*TASK_FIELDS, *METRIC_INFO, *PEF_FIELDS]
+COLUMNS = [*TASK_FIELDS, "column_order", *METRIC_INFO, *PEF_FIELDS]
 REQUIRED = ("method", "network", "seed", "status")
 RESULT_NAME = re.compile(r"seed\d+\.json")  # not seed<k>.graph.json or seed<k>.runs.json
 
@@ -35,6 +35,18 @@ def pef_fields(account: dict[str, Any]) -> dict[str, Any]:
             "clusters_finished": sum(c["winner"] is not None for c in clusters), "selection": account["selection"],
             "selector": account["selector"]["sha256"][:12] if "selector" in account else None,
             "member_seconds": round(sum(r.get("seconds", 0.0) for c in clusters for r in c["runs"]), 3)}
+
+
+def column_order(row: dict[str, Any]) -> str | None:
+    """The problem's column order as the row records it; a library network's row from before the setting
+    existed was written in the generator's order (replica by replica), and a random family's order was
+    always random, so it is left unknown."""
+    from hpc.data.networks import network_names
+
+    recorded = (row.get("dataset") or {}).get("order")
+    if recorded is not None:
+        return str(recorded)
+    return "generator" if row["network"] in network_names() else None
 
 
 def result_files(root: str | Path) -> list[Path]:
@@ -65,6 +77,7 @@ def collect(root: str | Path) -> pd.DataFrame:
     rows = []
     for path in files:
         row = read_result(path)
+        row["column_order"] = column_order(row)
         # A dataset run off its family's config (folder er-1000-n300: 300 samples) is another problem:
         # its network is named with those settings, so tables keep it apart from er-1000.
         base, folder = f"{row['network']}-{row.get('nodes')}", path.parent.name

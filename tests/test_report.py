@@ -87,6 +87,24 @@ def test_report_files_are_written_and_say_where_we_trail(results, tmp_path):
     assert len(pd.read_csv(out / "results.csv")) == 14
 
 
+def test_a_table_mixing_column_orders_says_which_runs_saw_which(tmp_path):
+    # A library network's row that records no order predates the setting: the generator's order. A random
+    # family's order was always random, so its row stays unknown and is not named.
+    for s in range(2):
+        write(tmp_path, "p-sle", "alarm", 100, s, f1_adjacent=0.9, f1_arrowhead=0.8, shd=10, dataset={"order": "shuffled"})
+    write(tmp_path, "p-fges", "alarm", 100, 0, f1_adjacent=0.7, f1_arrowhead=0.6, shd=30)
+    write(tmp_path, "p-fges", "er", 100, 0, f1_adjacent=0.7, f1_arrowhead=0.6, shd=30)
+    frame = collect(tmp_path)
+    orders = {(m, n, s): o for m, n, s, o in zip(frame["method"], frame["network"], frame["seed"], frame["column_order"])}
+    assert orders[("p-sle", "alarm", 0)] == orders[("p-sle", "alarm", 1)] == "shuffled"
+    assert orders[("p-fges", "alarm", 0)] == "generator" and pd.isna(orders[("p-fges", "er", 0)])
+    out = tmp_path / "report"
+    run = subprocess.run([*PSLE, "report", str(tmp_path), "-o", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert ("Columns: the generator's column order (replica by replica, as in the paper's files, where most true "
+            "edges point forward): P/fGES (1 run); shuffled columns: P/SLE (2 runs).") in (out / "REPORT.md").read_text()
+
+
 def test_a_shortfall_names_the_paired_seeds_and_the_p_value(tmp_path):
     # The rival ran seeds 0-4 only; ours ran 0-9 and is worse on each of the five shared seeds, by distinct
     # amounts: the exact one-sided Wilcoxon p is 1 / 2^5 = 0.031, over 5 paired seeds, not 10.

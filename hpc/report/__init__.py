@@ -8,7 +8,7 @@ import pandas as pd
 
 from hpc.atomic import write_text_atomic
 from hpc.errors import PsleError
-from hpc.report.render import all_tables, long_table, markdown_table, shortfalls
+from hpc.report.render import all_tables, column_orders, long_table, markdown_table, shortfalls
 from hpc.results import collect
 
 
@@ -33,6 +33,9 @@ def build_report(results_dir: str | Path, out_dir: str | Path, notes: str | Path
         lines.append(f"## {experiment}\n")
         tables = all_tables(part)  # Wilcoxon tests once per experiment, shared by the three views
         lines.append(markdown_table(part, tables))
+        orders = column_orders(part)
+        if orders:
+            lines.append(orders + "\n")
         csv = out / f"{experiment}.csv"
         write_text_atomic(csv, long_table(tables).to_csv(index=False))
         written.append(csv)

@@ -130,6 +130,26 @@ def long_table(cells: Tables) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: How the report names each column order.
+ORDER_TEXT = {"shuffled": "shuffled columns",
+              "generator": "the generator's column order (replica by replica, as in the paper's files, where most "
+                           "true edges point forward)"}
+
+
+def column_orders(frame: pd.DataFrame) -> str | None:
+    """One sentence saying which methods' runs saw which column order, so a table that mixes runs made
+    before and after columns were shuffled by default says so; None when no row records an order."""
+    known = frame.dropna(subset=["column_order"])
+    if known.empty:
+        return None
+    parts = []
+    for order, part in known.groupby("column_order", sort=True):
+        runs = part.groupby("method").size()
+        named = ", ".join(f"{display_name(m)} ({n} run{'s' * (n > 1)})" for m, n in runs.items())
+        parts.append(f"{ORDER_TEXT.get(str(order), str(order))}: {named}")
+    return "Columns: " + "; ".join(parts) + "."
+
+
 def shortfalls(frame: pd.DataFrame, tables: Tables, ours: str = OURS) -> list[str]:
     """Sentences for every dataset and metric where ours is not the best: by how much, behind whom."""
     notes = []
