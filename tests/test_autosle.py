@@ -82,7 +82,9 @@ def run_train(tmp: Path, name: str, kill_at: int | None = None) -> subprocess.Co
     not a moment, so the kill lands mid-training however fast the machine is)."""
     checkpoint = tmp / f"{name}.h5"
     cmd = [PSLE, "train", *SMALL, "--workers", "2", "--checkpoint", str(checkpoint), "-o", str(tmp / f"{name}.yaml")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # SMAC's scratch folder lives in the temp directory; a SIGKILLed run cannot remove it, so it goes under tmp.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
     if kill_at is not None:
         while proc.poll() is None and evaluations(checkpoint) < kill_at:
             time.sleep(0.05)
