@@ -37,16 +37,14 @@ def pef_fields(account: dict[str, Any]) -> dict[str, Any]:
             "member_seconds": round(sum(r.get("seconds", 0.0) for c in clusters for r in c["runs"]), 3)}
 
 
-def column_order(row: dict[str, Any]) -> str | None:
-    """The problem's column order as the row records it; a library network's row from before the setting
+def column_order(row: dict[str, Any], library: frozenset[str]) -> str | None:
+    """The problem's column order as the row records it; a row of a `library` network from before the setting
     existed was written in the generator's order (replica by replica), and a random family's order was
     always random, so it is left unknown."""
-    from hpc.data.networks import network_names
-
     recorded = (row.get("dataset") or {}).get("order")
     if recorded is not None:
         return str(recorded)
-    return "generator" if row["network"] in network_names() else None
+    return "generator" if row["network"] in library else None
 
 
 def result_files(root: str | Path) -> list[Path]:
@@ -74,10 +72,12 @@ def collect(root: str | Path) -> pd.DataFrame:
     files = result_files(root)
     if not files:
         raise PsleError(f"{root}: no result files (seed*.json) found")
-    rows = []
+    from hpc.data.networks import network_names
+
+    library, rows = frozenset(network_names()), []
     for path in files:
         row = read_result(path)
-        row["column_order"] = column_order(row)
+        row["column_order"] = column_order(row, library)
         # A dataset run off its family's config (folder er-1000-n300: 300 samples) is another problem:
         # its network is named with those settings, so tables keep it apart from er-1000.
         base, folder = f"{row['network']}-{row.get('nodes')}", path.parent.name
