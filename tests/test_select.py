@@ -207,6 +207,51 @@ def test_records_of_an_older_feature_set_are_upgraded_without_rerunning_members(
     assert again.returncode != 0 and again.stderr.strip().endswith("exists; --upgrade writes a new records file")
 
 
+def test_records_rerun_makes_one_familys_runs_again_copies_the_rest_and_resumes(small_records, tmp_path, monkeypatch):
+    """Records whose bnlearn runs are stale (marked by their seconds): --rerun bnlearn runs every member on every
+    bnlearn cluster again, once, even across an interruption, and copies the hub rows as they were."""
+    import hpc.train.records as records
+    from hpc.select.records import RecordStore
+
+    path = small_records[0]
+    doc = read_records(path)
+    family = lambda row: json.loads(row["key"].rsplit("#", 2)[0])["family"]  # noqa: E731
+    old = RecordStore(tmp_path / "old.h5", doc["settings"])
+    old.rows = {r["key"]: {**r, "seconds": 1e6} if family(r) == "bnlearn" else r for r in doc["rows"]}
+    old.done_problems = set(doc["done_problems"])
+    old.save()
+    stale = sorted(r["key"] for r in doc["rows"] if family(r) == "bnlearn")
+    calls, run = [], records.run_member
+
+    def interrupted(*a):
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # as a kill between two runs
+        calls.append(a[0])
+        return run(*a)
+
+    monkeypatch.setattr(records, "run_member", interrupted)
+    new = tmp_path / "new.h5"
+    with pytest.raises(KeyboardInterrupt):
+        records.rerun_records(old.path, new, ("bnlearn",), SerialExecutor())
+    monkeypatch.setattr(records, "run_member", lambda *a: calls.append(a[0]) or run(*a))
+    store = records.rerun_records(old.path, new, ("bnlearn",), SerialExecutor())
+    rows = {r["key"]: r for r in read_records(new)["rows"]}
+    assert len(calls) == len(stale) > 1 and sorted(k for k, r in rows.items() if family(r) == "bnlearn") == stale
+    assert all(r["seconds"] < 1e6 and r["status"] == "ok" for k, r in rows.items() if k in stale)
+    for r in (r for r in doc["rows"] if family(r) == "hub"):  # copied as they were
+        assert np.array_equal(rows[r["key"]].pop("features"), r["features"]) and rows[r["key"]] == {
+            k: v for k, v in r.items() if k != "features"}
+    assert store.done_problems == set(doc["done_problems"]) and store.settings["rerun"] == ["bnlearn"]
+    monkeypatch.setattr(records, "run_member", lambda *a: pytest.fail("a finished rerun was run again"))
+    records.rerun_records(old.path, new, ("bnlearn",), SerialExecutor())
+    with pytest.raises(PsleError, match="no problems of er to run again"):
+        records.rerun_records(old.path, tmp_path / "other.h5", ("er",), SerialExecutor())
+    proc = subprocess.run([*PSLE, "records", "--rerun", str(old.path), "-o", str(tmp_path / "x.h5")],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and proc.stderr.strip().endswith("--rerun needs --families: the families whose "
+                                                                  "member runs to make again (e.g. bnlearn)")
+
+
 def test_damaged_records_are_refused(small_records, tmp_path):
     path = small_records[0]
     bad = tmp_path / "bad.h5"

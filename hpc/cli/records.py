@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> None:
     from hpc.progress import Progress
     from hpc.train.records import RecordsConfig, build_records, parse_shard, record_problems
 
-    check_output(args.output, PROBLEM_SUFFIXES, "the records file", inputs=(args.upgrade,) if args.upgrade else ())
+    check_output(args.output, PROBLEM_SUFFIXES, "the records file", inputs=tuple(a for a in (args.upgrade, args.rerun) if a))
     if args.upgrade:
         from hpc.train.records import upgrade_records
 
@@ -28,6 +28,9 @@ def run(args: argparse.Namespace) -> None:
         print(f"psle: {len(store.rows)} records with this version's features -> {args.output}"
               + (f" ({dropped} cluster{'s' * (dropped > 1)} dropped: no longer regenerated with the same data)" if dropped
                  else ""), file=sys.stderr)
+        return
+    if args.rerun:
+        rerun(args)
         return
     parse_shard(args.shard)
     if args.min_nodes > args.max_nodes:
@@ -45,6 +48,24 @@ def run(args: argparse.Namespace) -> None:
         store = build_records(config, portfolio, args.output, executor, args.shard, Progress(min_interval=5))
     print(f"psle: {len(store.rows)} records ({len(store.done_problems)} problems, portfolio {name}) -> {args.output}",
           file=sys.stderr)
+
+
+def rerun(args: argparse.Namespace) -> None:
+    """`--rerun OLD.h5 --families …`: OLD's records with those families' member runs made again."""
+    from hpc.executors import announce_dashboard, make_executor
+    from hpc.learners.members import check_runtime
+    from hpc.progress import Progress
+    from hpc.train.records import rerun_records
+
+    if not args.families:
+        raise PsleError("--rerun needs --families: the families whose member runs to make again (e.g. bnlearn)")
+    check_scheduler(args)
+    check_runtime()
+    with make_executor("serial" if args.serial else "local", args.scheduler, args.workers) as executor:
+        announce_dashboard(executor)
+        store = rerun_records(args.rerun, args.output, tuple(args.families), executor, Progress(min_interval=5))
+    print(f"psle: {len(store.rows)} records ({len(store.done_problems)} problems; {', '.join(args.families)} run "
+          f"again) -> {args.output}", file=sys.stderr)
 
 
 def record_families(args: argparse.Namespace) -> tuple[str, ...]:
@@ -66,8 +87,12 @@ def add(sub) -> None:
     rc.add_argument("-o", "--output", required=True, help="records file (.h5); an existing one is resumed")
     rc.add_argument("--upgrade", metavar="OLD.h5", help="recompute the features of records an older psle made "
                                                         "(no member reruns) into a new -o file")
+    rc.add_argument("--rerun", metavar="OLD.h5", help="make OLD's member runs on the problems of --families again "
+                                                      "with this psle's generator and learners, copying the other "
+                                                      "rows, into a new -o file (rerun to resume)")
     rc.add_argument("--families", nargs="+", default=None, choices=FAMILIES,
-                    help="problem families (default: every one; resuming, those the file was begun with)")
+                    help="problem families (default: every one; resuming, those the file was begun with); "
+                         "with --rerun, those to run again")
     rc.add_argument("--problems-per-family", type=whole(1), default=6)
     rc.add_argument("--min-nodes", type=whole(1), default=500)
     rc.add_argument("--max-nodes", type=whole(1), default=2000)

@@ -21,6 +21,7 @@ from hpc.data.generate import FAMILIES, WEIGHTS, check_weights, weights_setting
 from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
+from hpc.graphs.order import canonical_order
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.learners.ensemble import MemberRun, run_member
@@ -116,17 +117,20 @@ def restricted_truth(dag: PDAG, idx: np.ndarray) -> PDAG:
 
 
 def problem_clusters(rp: RecordProblem, samples: int, weights: tuple[float, float] = WEIGHTS) -> list[Cluster]:
-    """Generate the problem and partition it exactly as PEF does."""
+    """Generate the problem and partition it exactly as PEF does: on the columns in their data-derived order
+    (hpc.graphs.order), each cluster's columns in that order, so members see what they see in PEF."""
     from hpc.data.generate import benchmark_problem
     from hpc.pef.partition import PartitionConfig, partition
 
     problem = benchmark_problem(rp.nodes, rp.seed, samples, network=rp.network,
                                 graph=None if rp.family == "bnlearn" else rp.family, edges_per_node=rp.edges_per_node,
                                 weights=weights)
+    order = canonical_order(problem.data)
     out = []
-    for c, idx in enumerate(partition(problem.data, PartitionConfig())):
-        if len(idx) < 2:
+    for c, local in enumerate(partition(np.ascontiguousarray(problem.data[:, order]), PartitionConfig())):
+        if len(local) < 2:
             continue
+        idx = order[local]
         cov = covariance(problem.data[:, idx])
         names = tuple(str(i) for i in range(len(idx)))
         truth = restricted_truth(problem.truth, idx)
@@ -184,6 +188,29 @@ def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress
     return store, dropped
 
 
+def rerun_records(source: str | os.PathLike, path: str | os.PathLike, families: tuple[str, ...], executor,
+                  progress=None) -> RecordStore:
+    """Records of `source` with every member run on the problems of `families` made again, on the problems as
+    this psle generates them and with its learners (say, after the generator began to shuffle the columns);
+    the other families' rows are copied. The problems and portfolio are `source`'s. Resumes from `path`."""
+    doc = read_records(source)
+    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "rerun": sorted(families)}
+    fresh = not Path(path).exists()
+    store = RecordStore(path, settings, doc["settings"].get("shard", "0/1"))
+    problems = {r["key"].rsplit("#", 2)[0] for r in doc["rows"]} | set(doc["done_problems"])
+    again = sorted(p for p in problems if json.loads(p)["family"] in families)
+    if not again:
+        raise PsleError(f"{source}: no problems of {', '.join(families)} to run again")
+    if fresh:
+        store.rows = {r["key"]: r for r in doc["rows"] if r["key"].rsplit("#", 2)[0] not in again}
+        store.done_problems = set(doc["done_problems"]) - set(again)
+        store.save()
+    todo = [RecordProblem(**json.loads(p)) for p in again if p not in store.done_problems]
+    run_clusters(todo, settings["portfolio"], store, settings.get("time_limit"), settings["samples"],
+                 tuple(settings.get("weights", WEIGHTS)), executor, progress)
+    return store
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     k, sep, n = text.partition("/")
     if not (sep and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
@@ -198,9 +225,17 @@ def build_records(config: RecordsConfig, portfolio: list[dict[str, Any]], path: 
     store = RecordStore(path, config.settings(portfolio), shard)
     problems = [p for i, p in enumerate(record_problems(config)) if i % n_shards == k]
     todo = [p for p in problems if p.key not in store.done_problems]
+    run_clusters(todo, portfolio, store, config.time_limit, config.samples, config.weights, executor, progress)
+    return store
+
+
+def run_clusters(todo: list[RecordProblem], portfolio: list[dict[str, Any]], store: RecordStore,
+                 time_limit: float | None, samples: int, weights: tuple[float, float], executor, progress) -> None:
+    """Every member not yet in `store` on every cluster of the problems `todo`; each problem is marked done
+    when its last run is in."""
     clusters: list[Cluster] = []
     for i, rp in enumerate(todo):
-        clusters += problem_clusters(rp, config.samples, config.weights)
+        clusters += problem_clusters(rp, samples, weights)
         if progress:
             progress("records: problems generated and partitioned", i + 1, len(todo))
     tasks, where = [], []
@@ -208,7 +243,7 @@ def build_records(config: RecordsConfig, portfolio: list[dict[str, Any]], path: 
         cov = executor.scatter(c.cov, broadcast=False)
         for m, spec in enumerate(portfolio):
             if store.key(c.problem.key, c.index, m) not in store.rows:
-                tasks.append([spec, cov, c.n, c.names, config.time_limit])
+                tasks.append([spec, cov, c.n, c.names, time_limit])
                 where.append((c, m))
     threads = executor.task_threads(len(tasks))
     left = {rp.key: sum(1 for c, _ in where if c.problem.key == rp.key) for rp in todo}
@@ -223,4 +258,3 @@ def build_records(config: RecordsConfig, portfolio: list[dict[str, Any]], path: 
             store.finish_problem(c.problem.key)
         if progress:
             progress("records: member runs", done, len(tasks))
-    return store
