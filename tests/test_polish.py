@@ -108,17 +108,17 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
     # could not see leaves behind): both are candidates, and BOSS drops them.
     start = dag_to_cpdag(dag.with_edges(np.concatenate([dag.directed, [[8, 10], [9, 11]]])))
     graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=100),
-                            SerialExecutor(), None, None, Progress(False), 300.0)
+                            SerialExecutor(), None, None, Progress(False), None)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_removed"] == 2 and account["edges_added"] == 0 and account["searches"] == 2
     # a cluster whose search would be over polish_upto is searched in parts, each within it, to the same graph
     graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=8),
-                            SerialExecutor(), None, None, Progress(False), 300.0)
+                            SerialExecutor(), None, None, Progress(False), None)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["parts"] == account["searches"] == 4 and account["largest_search"] == 8
     # a part whose search is still over it (here every variable's: each has a neighbour) does not run
     graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=1),
-                            SerialExecutor(), None, None, Progress(False), 300.0)
+                            SerialExecutor(), None, None, Progress(False), None)
     assert graph == start and account["searches"] == 0
 
 

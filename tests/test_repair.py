@@ -5,6 +5,7 @@ killed during the repair that resumes to the uninterrupted graph."""
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +179,27 @@ def test_a_repair_round_past_its_guard_is_cut_and_the_last_finished_graph_stands
     x, dag, _ = planted_cross_edges()
     fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
     # 1 ms: less than one round trip to the JVM worker and back, on any machine.
-    graph, account = repair(standardize(x, np.float64), fused, [np.arange(6), np.arange(6, 12)], RepairConfig(), SerialExecutor(), None, None,
-                            Progress(False), "test", guard=0.001)
-    assert graph == fused and account["rounds"] == [{"round": 1, "cut_after_seconds": 0.0}]
+    # The step's end is now: past before the round's search starts, on any machine.
+    graph, account = repair(standardize(x, np.float64), fused, [np.arange(6), np.arange(6, 12)], RepairConfig(),
+                            SerialExecutor(), None, None, Progress(False), "test", until=time.time())
+    assert graph == fused and [sorted(r) for r in account["rounds"]] == [["cut_after_seconds", "round"]]
     assert account["edges_added"] == account["edges_removed"] == account["edges_reoriented"] == 0
+
+
+@pytest.mark.jvm
+def test_steps_after_fusion_past_their_shared_budget_are_skipped_and_say_so(monkeypatch):
+    """With the budget the steps after fusion share set to nothing, the repair's round is cut, every later
+    step is skipped with its reason in the account, and the graph is fusion's."""
+    import hpc.pef.pipeline as pipeline
+
+    problem = benchmark_problem(200, 1, network="asia")
+    members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
+    fused = PEF(members, progress=False, repair=RepairConfig(repair_rounds=0, polish_upto=0, rival_upto=0,
+                                                             sweep_upto=0, recut_passes=0)).fit(problem.data)
+    monkeypatch.setattr(pipeline, "POST_FLOOR", 0.0)
+    monkeypatch.setattr(pipeline, "POST_FACTOR", 0.0)
+    pef = PEF(members, progress=False, repair=RepairConfig(rival_crossing=0.0)).fit(problem.data)
+    assert len(pef.clusters_) > 1 and [sorted(r) for r in pef.repair_["rounds"]] == [["cut_after_seconds", "round"]]
+    skipped = {"skipped": "the steps after fusion used their budget"}
+    assert pef.polish_ == pef.sweep_ == pef.recut_ == skipped and pef.rival_["kept"] == "pef"
+    assert pef.rival_["skipped"] == skipped["skipped"] and pef.graph_ == fused.graph_

@@ -40,7 +40,7 @@ def test_the_sweep_finds_an_edge_outside_every_candidate_pair_and_drops_a_spurio
     assert not any(set(pair) == {0, 11} for pair in candidate_pairs(start).tolist())  # no repair is shown it
     repaired, _ = repair(z, start, clusters, RepairConfig(), SerialExecutor(), None, None, Progress(False), "test")
     assert compare(repaired, dag_to_cpdag(dag)).shd > 0
-    swept, account = sweep(z, start, 3.0, SerialExecutor(), None, None, Progress(False), 300.0)
+    swept, account = sweep(z, start, 3.0, SerialExecutor(), None, None, Progress(False), None)
     assert compare(swept, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 1 and account["edges_removed"] == 1 and account["penalty"] == 3.0
 
@@ -51,7 +51,7 @@ def test_the_sweep_is_tetrads_fges_from_the_start_graph():
 
     x, dag, _ = planted()
     start, z = start_graph(dag), standardize(x, np.float64)
-    swept, _ = sweep(z, start, 3.0, SerialExecutor(), None, None, Progress(False), 300.0)
+    swept, _ = sweep(z, start, 3.0, SerialExecutor(), None, None, Progress(False), None)
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore

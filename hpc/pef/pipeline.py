@@ -26,8 +26,7 @@ from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.graphs.knowledge import Knowledge
-from hpc.learners.ensemble import (MemberRun, best_run, check_knowledge, check_members, check_wall_limit, remaining,
-                                   run_member)
+from hpc.learners.ensemble import (MemberRun, best_run, check_knowledge, check_members, check_wall_limit, run_member)
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse
@@ -35,7 +34,7 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
-from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, Block, RepairConfig, block_search, candidate_pairs, changes,
+from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, POST_FACTOR, POST_FLOOR, Block, RepairConfig, block_search, candidate_pairs, changes,
                              join_blocks, repair_blocks, repair_search)
 from hpc.pef.polish import CHECKPOINT_CLUSTER, RECUT_CLUSTER, communities, join_parents, polish_blocks, polish_search
 from hpc.pef.sweep import CHECKPOINT_KEY as SWEEP_KEY
@@ -54,6 +53,11 @@ SELECTIONS = ("all", "predicted")
 RUNAWAY_FLOOR = 900.0
 #: Default runaway factor: on the records the chosen member took at most 14 times its prediction.
 RUNAWAY = 20.0
+
+
+#: Why a step after fusion was cut, for its notes.
+GUARD_TEXT = (f"its guard: {GUARD_FACTOR:g}x the estimation's seconds, at least {GUARD_FLOOR:g} s, within the "
+              f"steps after fusion's {POST_FACTOR:g}x, at least {POST_FLOOR:g} s")
 
 
 class WallLimitHit(Exception):
@@ -95,10 +99,10 @@ def changes_note(label: str, account: dict) -> str:
 
 def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
            deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str,
-           guard: float | None = None, knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
+           until: float | None = None, knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
     """Up to `config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), until a
-    round changes nothing or every block of one runs past `guard` seconds (then the last finished round's
-    graph stands; a block cut alone keeps its start graph); each round is kept in the checkpoint under
+    round changes nothing or the wall clock passes `until` in every block of one (then the last finished
+    round's graph stands; a block cut alone keeps its start graph); each round is kept in the checkpoint under
     `key` (the fusion and repair settings). Returns the repaired CPDAG and its account (what changed,
     seconds)."""
     done = [] if memory is None else memory.repaired_under(key)
@@ -111,7 +115,6 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     while len(states) <= config.repair_rounds and (len(states) < 2 or states[-1] != states[-2]):
         pairs = candidate_pairs(states[-1])
         blocks = [block_search(states[-1], pairs, core) for core in cores]
-        limit = remaining(guard, deadline)
         show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables "
                   f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
         begin = time.perf_counter()
@@ -119,16 +122,17 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
         results: list = [None] * len(blocks)
         known = [None if knowledge is None else knowledge.indexed([graph.variables[c] for c in block.columns])
                  for block in blocks]
-        for b, result in executor.run(repair_search, [(data, block, config.repair_penalty, threads, limit, k)
+        for b, result in executor.run(repair_search, [(data, block, config.repair_penalty, threads, until, k)
                                                        for block, k in zip(blocks, known)]):
             results[b] = result
         if any(r is None for r in results) and deadline is not None and time.time() >= deadline:
             raise WallLimitHit
         cut = sum(r is None for r in results)
         if cut == len(blocks):
-            show.note(f"repair: round {len(states)} cut after {guard:.0f} s (the guard: {GUARD_FACTOR:g}x the "
-                      f"estimation's seconds, at least {GUARD_FLOOR:g} s); round {len(states) - 1}'s graph stands")
-            rounds.append({"round": len(states), "cut_after_seconds": round(guard, 1)})
+            spent = time.perf_counter() - begin
+            show.note(f"repair: round {len(states)} cut after {spent:.0f} s ({GUARD_TEXT}); round "
+                      f"{len(states) - 1}'s graph stands")
+            rounds.append({"round": len(states), "cut_after_seconds": round(spent, 1)})
             break
         states.append(join_blocks(states[-1], blocks, results))
         spent = time.perf_counter() - begin
@@ -137,19 +141,20 @@ def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
         rounds.append({"round": len(states) - 1, "blocks": len(blocks), "candidate_pairs": int(len(pairs)),
                        "seconds": round(spent, 3), **({"blocks_cut": cut} if cut else {})})
         if cut:
-            show.note(f"repair: {cut} of {len(blocks)} blocks cut after {guard:.0f} s; they keep their start graph")
+            show.note(f"repair: {cut} of {len(blocks)} blocks cut after {spent:.0f} s ({GUARD_TEXT}); they keep "
+                      "their start graph")
     account = changes(graph, states[-1])
     show.note(changes_note("repair", account))
     return states[-1], {**account, "penalty": config.repair_penalty, "rounds": rounds}
 
 
 def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
-           deadline: float | None, memory: RunCheckpoint | None, show: Progress, guard: float,
+           deadline: float | None, memory: RunCheckpoint | None, show: Progress, until: float | None,
            key: int = CHECKPOINT_CLUSTER, label: str = "polish",
            knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
     """BOSS over each cluster and its Markov blanket on `executor`'s workers (hpc.pef.polish), for searches of
-    at most `config.polish_upto` variables, each cut after `guard` seconds (it then keeps the repaired
-    parents), each as `knowledge` allows. Each finished search is kept in the checkpoint under (`key`,
+    at most `config.polish_upto` variables, each cut when the wall clock passes `until` (it then keeps the
+    repaired parents), each as `knowledge` allows. Each finished search is kept in the checkpoint under (`key`,
     search); `label` heads the progress lines. Returns the polished CPDAG and its account."""
     blocks = polish_blocks(graph, clusters, config.polish_upto)
     specs = [{"method": "boss-polish", "penalty": config.repair_penalty, "search": b.fingerprint()} for b in blocks]
@@ -167,9 +172,9 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
               f"blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.polish_upto} run)"
               + (f"; {resumed} already in the checkpoint" if resumed else ""))
     begin = time.perf_counter()
-    data, limit = executor.scatter(z), remaining(guard, deadline)
+    data = executor.scatter(z)
     threads = executor.task_threads(len(todo))
-    tasks = [(data, blocks[b], config.repair_penalty, threads, limit,
+    tasks = [(data, blocks[b], config.repair_penalty, threads, until,
               None if knowledge is None else knowledge.indexed([graph.variables[c] for c in blocks[b].columns]))
              for b in todo]
     for done, (t, result) in enumerate(executor.run(polish_search, tasks), 1):
@@ -187,17 +192,18 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(clusters),
                "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
                **({"resumed": resumed} if resumed else {}),
-               **({"cut_after_seconds": round(guard, 1), "searches_cut": cut} if cut else {}),
+               **({"cut_after_seconds": round(time.perf_counter() - begin, 1), "searches_cut": cut} if cut else {}),
                **({"knowledge_fixed": fixed} if knowledge is not None else {})}
     show.note(changes_note(label, account))
     return polished, account
 
 
 def sweep(z: np.ndarray, graph: PDAG, penalty: float, executor, deadline: float | None,
-          memory: RunCheckpoint | None, show: Progress, guard: float,
+          memory: RunCheckpoint | None, show: Progress, until: float | None,
           knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
     """One fGES over every pair of `graph`'s variables, started from it, on one of `executor`'s workers
-    (hpc.pef.sweep), cut after `guard` seconds (then `graph` stands); its result is kept in the checkpoint.
+    (hpc.pef.sweep), cut when the wall clock passes `until` (then `graph` stands); its result is kept in the
+    checkpoint.
     Returns the swept CPDAG and its account."""
     begin = time.perf_counter()
     spec = {"method": "fges-sweep", "penalty": penalty, "start": fingerprint(graph)}
@@ -208,16 +214,17 @@ def sweep(z: np.ndarray, graph: PDAG, penalty: float, executor, deadline: float 
         result = (stored.directed, stored.undirected)
     else:
         show.note(f"sweep: one fGES over every pair of the {graph.p} variables from the graph so far "
-                  f"(penalty {penalty:g}, at most {guard:.0f} s)")
+                  f"(penalty {penalty:g}{'' if until is None else f', at most {until - time.time():.0f} s'})")
         whole = Block(np.arange(graph.p), graph.p, graph.directed, graph.undirected, None)  # no bound on pairs
-        task = (executor.scatter(z), whole, penalty, executor.task_threads(1), remaining(guard, deadline),
+        task = (executor.scatter(z), whole, penalty, executor.task_threads(1), until,
                 None if knowledge is None else knowledge.indexed(list(graph.variables)))
         found = next(iter(executor.run(repair_search, [task])))[1]
         if found is None:
             if deadline is not None and time.time() >= deadline:
                 raise WallLimitHit
-            show.note(f"sweep: cut after {guard:.0f} s (the repair's guard); the graph before it stands")
-            return graph, {"cut_after_seconds": round(guard, 1)}
+            spent = time.perf_counter() - begin
+            show.note(f"sweep: cut after {spent:.0f} s ({GUARD_TEXT}); the graph before it stands")
+            return graph, {"cut_after_seconds": round(spent, 1)}
         result = found
         if memory is not None:
             memory.put(*SWEEP_KEY, MemberRun(spec, OK, result[0], result[1], None, time.perf_counter() - begin))
@@ -254,14 +261,29 @@ class FitRun:
     places: dict[str, dict[str, int]] = field(default_factory=dict)  # step -> tasks per place (SLURM worker jobs)
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # step -> (start, end) wall clock
     task_seconds: dict[str, float] = field(default_factory=dict)  # step -> seconds its tasks took on the workers
+    post_end: float | None = None  # wall clock when the steps after fusion's shared budget runs out
 
     def expired(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
 
-    def guard(self) -> float:
-        """Seconds a step after fusion may take (hpc.pef.repair's guard): GUARD_FACTOR times the estimation's,
-        at least GUARD_FLOOR."""
-        return max(GUARD_FLOOR, GUARD_FACTOR * self.seconds.get("estimation", 0.0))
+    def step_end(self) -> float:
+        """The wall clock at which a step after fusion starting now is cut (hpc.pef.repair's guards): GUARD_FACTOR
+        times the estimation's seconds (at least GUARD_FLOOR) from now, within the budget all these steps share
+        from the first one's start (POST_FACTOR times, at least POST_FLOOR; a resumed run starts it again), and
+        before the run's deadline."""
+        now, estimation = time.time(), self.seconds.get("estimation", 0.0)
+        if self.post_end is None:
+            self.post_end = now + max(POST_FLOOR, POST_FACTOR * estimation)
+        end = min(now + max(GUARD_FLOOR, GUARD_FACTOR * estimation), self.post_end)
+        return end if self.deadline is None else min(end, self.deadline)
+
+    def spent(self, step: str) -> dict[str, str] | None:
+        """The account of `step` when the steps after fusion have used their budget (it is then skipped)."""
+        if self.post_end is None or self.post_end - time.time() >= 1.0:
+            return None
+        self.show.note(f"{step}: skipped, the steps after fusion used their budget ({POST_FACTOR:g}x the "
+                       f"estimation's seconds, at least {POST_FLOOR:g} s)")
+        return {"skipped": "the steps after fusion used their budget"}
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -610,11 +632,11 @@ class PEF:
         if not self.repair.repair_rounds or self.graph_ is None or len(clusters) == 1:
             return
         with run.timed("repair"):
-            guard = run.guard()
             known = self._known()
             self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
                                                run.memory, run.show,
-                                               canonical([asdict(self.fusion), asdict(self.repair)]), guard, known)
+                                               canonical([asdict(self.fusion), asdict(self.repair)]), run.step_end(),
+                                               known)
             if known is not None:  # blocks' joins may turn an edge round against the knowledge: put it right
                 self.graph_, self.repair_["knowledge_fixed"] = known.kept(self.graph_)
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
@@ -623,10 +645,12 @@ class PEF:
         """BOSS over each cluster and its Markov blanket after the repair (hpc.pef.polish), guarded like it."""
         if not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
             return
+        if (spent := run.spent("polish")) is not None:
+            self.polish_ = spent
+            return
         with run.timed("polish"):
-            guard = run.guard()
             self.graph_, self.polish_ = polish(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
-                                               run.memory, run.show, guard, knowledge=self._known())
+                                               run.memory, run.show, run.step_end(), knowledge=self._known())
             self.dag_ = pdag_to_dag(self.graph_, strict=False)
 
     def _rival_step(self, x: np.ndarray, z: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray],
@@ -643,13 +667,16 @@ class PEF:
                                       f"{self.repair.rival_crossing:g}: the partition found blocks"}
             run.show.note(f"rival: {outcome(self.rival_)}")
             return
+        if (spent := run.spent("rival")) is not None:
+            self.rival_ = {"kept": "pef", "crossing": round(share, 3), **spent}
+            return
         with run.timed("rival"):
             cov = covariance(x)
             result = self._rival_run(cov, variables, run)
             other, polished = rival_graph(result, self.graph_.variables), None
             if other is not None and self.repair.polish_upto:
                 other, polished = polish(z, other, clusters, self.repair, run.executor, run.deadline, run.memory,
-                                         run.show, run.guard(), POLISH_CLUSTER, "rival's polish", self._known())
+                                         run.show, run.step_end(), POLISH_CLUSTER, "rival's polish", self._known())
             self.graph_, self.rival_ = judged(self.graph_, other, result, cov, run.n)
             self.rival_["crossing"] = round(share, 3)
             if polished is not None:
@@ -662,9 +689,12 @@ class PEF:
         """Up to `repair.sweep_upto` variables, one fGES over every pair from the graph so far (hpc.pef.sweep)."""
         if not self.repair.sweep_upto or self.graph_ is None or len(clusters) == 1 or z.shape[1] > self.repair.sweep_upto:
             return
+        if (spent := run.spent("sweep")) is not None:
+            self.sweep_ = spent
+            return
         with run.timed("sweep"):
             swept, self.sweep_ = sweep(z, self.graph_, self.repair.sweep_penalty, run.executor, run.deadline,
-                                       run.memory, run.show, run.guard(), self._known())
+                                       run.memory, run.show, run.step_end(), self._known())
             if swept is not self.graph_:
                 self.graph_, self.dag_ = swept, pdag_to_dag(swept, strict=False)
 
@@ -676,8 +706,10 @@ class PEF:
         if not self.repair.recut_passes or not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
             return
         with run.timed("recut"):
-            before, passes = self.graph_, []
+            before, passes, spent = self.graph_, [], None
             for r in range(self.repair.recut_passes):
+                if (spent := run.spent(f"recut {r + 1}")) is not None:
+                    break
                 cut = communities(self.graph_)
                 share = crossing_share(self.graph_, cut)
                 if share >= self.repair.recut_crossing:
@@ -687,14 +719,16 @@ class PEF:
                     break
                 start = self.graph_
                 self.graph_, account = polish(z, start, cut, self.repair, run.executor, run.deadline, run.memory,
-                                              run.show, run.guard(), RECUT_CLUSTER - r, f"recut {r + 1}",
+                                              run.show, run.step_end(), RECUT_CLUSTER - r, f"recut {r + 1}",
                                               self._known())
                 passes.append({**account, "crossing": round(share, 3)})
                 if self.graph_ == start:
                     break  # another pass would search the same communities from the same graph
             if passes:
-                self.recut_ = {**changes(before, self.graph_), "passes": passes}
+                self.recut_ = {**changes(before, self.graph_), "passes": passes, **(spent or {})}
                 self.dag_ = pdag_to_dag(self.graph_, strict=False)
+            elif spent is not None:
+                self.recut_ = spent
             else:
                 run.show.note(f"recut: not run ({self.recut_['skipped']})")
 
@@ -705,7 +739,8 @@ class PEF:
             run.show.note("resuming: the whole-problem rival's run is in the checkpoint")
             return stored
         spent = sum(r.seconds for runs in self.cluster_runs_ for r in runs if r is not None)
-        limit = rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", [])))
+        limit = min(rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", []))),
+                    run.step_end() - time.time())
         run.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {len(variables)} variables, "
                       f"at most {limit:.0f} s (rival_upto={self.repair.rival_upto})")
         result = run_rival(run.executor, cov, run.n, variables, limit, run.deadline, self._known())

@@ -21,10 +21,12 @@ blanket, 260.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import deque
 from dataclasses import dataclass
 
 import networkx as nx
+
 import numpy as np
 
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
@@ -186,12 +188,14 @@ def communities(graph: PDAG, seed: int = 0) -> list[np.ndarray]:
     return sorted((np.array(sorted(c), dtype=np.int64) for c in found), key=lambda c: int(c[0]))
 
 
-def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int, limit: float | None,
+def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int, until: float | None,
                   knowledge: dict | None = None) -> np.ndarray | None:
     """One block's BOSS in this process's JVM worker (a dask task), with the `knowledge` about its columns
-    (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when `limit` seconds passed first."""
+    (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the wall clock passed `until`
+    (`time.time()`, the same on every worker whenever the task starts) first."""
     from hpc.learners.worker import call_within
 
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                 "order": block.order, "pairs": block.pairs, "threads": threads,
-                                **({"knowledge": knowledge} if knowledge else {})}, limit)
+                                **({"knowledge": knowledge} if knowledge else {})},
+                       None if until is None else until - time.time())

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import time
+
 import numpy as np
 
 from hpc.checks import check_number
@@ -37,6 +39,13 @@ RUNNER = "hpc.learners.tetrad:run_fges_bounded"
 #: estimation took under one; on Alarm, er and sf a round took at most half the estimation's time.
 GUARD_FACTOR = 2.0
 GUARD_FLOOR = 300.0
+#: All steps after fusion (repair, polish, rival, sweep, recut) share one budget as well: POST_FACTOR times
+#: the estimation's seconds, at least POST_FLOOR seconds. With a guard per step alone, layer-1000 seed 0 ran
+#: past 27 minutes (each step, each of the rival's and the recut's passes, spent its own 300 s); on the
+#: families, Alarm up to 30,000 variables and Table VI's networks the steps took at most 1.9x the
+#: estimation's seconds, or under 450 s (BENCHMARKS.md), so the budget does not bind there.
+POST_FACTOR = 4.0
+POST_FLOOR = 600.0
 #: Largest block one repair search covers; problems up to this size are repaired in one search. On
 #: Alarm-10000 seed 100 (tuning; no test seed) blocks of 500, 1,000 and 2,000 gave SHD 3,853, 3,847 and
 #: 3,850 with 49, 101 and 256 s of repair; on Alarm-1000 seed 100 blocks of 500 gave SHD 296 against 295
@@ -232,12 +241,14 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
-def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, limit: float | None,
+def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, until: float | None,
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
-    (hpc.graphs.knowledge's indexed form); None when `limit` seconds passed first."""
+    (hpc.graphs.knowledge's indexed form); None when the wall clock passed `until` (`time.time()`, the same
+    on every worker whenever the task starts) first."""
     from hpc.learners.worker import call_within
 
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                 "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
-                                "threads": threads, **({"knowledge": knowledge} if knowledge else {})}, limit)
+                                "threads": threads, **({"knowledge": knowledge} if knowledge else {})},
+                       None if until is None else until - time.time())
