@@ -17,6 +17,10 @@ timeout), and every row's graph `meta` holds each cluster's features and what ra
         bench/selection-results or --pool where that member's output became that cluster's subgraph; all of
         them made with PEF's default settings).
         Fusion and fallbacks are left out, so it screens candidates; reruns confirm the one to ship.
+    python scripts/bench_refit.py problems NEW.json --problems alarm-1000 er-1000 --seeds 0-2 [--against truth]
+        for generated problems (shuffled columns) and no member run: PEF's clusters, and those where NEW's
+        first choice differs from the shipped selector's. Where none differs, a run with NEW is the same run
+        (the runaway guard's limits aside, which matter only when a run is cut).
 
 Rows of a run where a member was demoted after a timeout (`run_last`) count as not repeatable.
 
@@ -34,7 +38,14 @@ from pathlib import Path
 
 import numpy as np
 
-from hpc.select.features import FEATURES
+from benchlib import named_problem, seeds_arg
+from hpc.executors import SerialExecutor
+from hpc.graphs.order import canonical_columns
+from hpc.learners.bic import covariance
+from hpc.pef.fusion import FusionConfig
+from hpc.pef.neighbours import nearest
+from hpc.pef.partition import PartitionConfig, partition, standardize
+from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, load_selector
 
 SINGLES = ("p-fges-sparse", "p-boss-sparse", "p-boss-sle")
@@ -198,6 +209,27 @@ def replay(selector: Selector, dirs: list[str], pool: list[str]) -> None:
         print(f"\nNot replayable (a member was demoted after a timeout; rerun them): {', '.join(demoted)}")
 
 
+def problems(selector: Selector, against: Selector, names: list[str], seeds: list[int]) -> None:
+    """A Markdown table: per problem, PEF's clusters and those where the two selectors' first choices differ."""
+    config, fusion = PartitionConfig(), FusionConfig()
+    print("| problem | seed | clusters | first choice differs on | their variables | choices (against -> new) |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        for seed in seeds:
+            prob = named_problem(name, seed)
+            x, _, _ = canonical_columns(prob.data, prob.variables)
+            p = x.shape[1]
+            k = max(config.neighbours, fusion.candidates if p > fusion.candidates_above else 0)  # as PEF
+            near = nearest(standardize(x), p, k, SerialExecutor().run) if p > config.sparse_above else None
+            clusters = [c for c in partition(x, config, near) if len(c) >= 2]
+            features = np.stack([cluster_features(covariance(x[:, c]), x.shape[0]) for c in clusters])
+            old, new = against.orders(features), selector.orders(features)
+            diff = [(len(c), o[0], n[0]) for c, o, n in zip(clusters, old, new) if o[0] != n[0]]
+            moves = ", ".join(f"{a}->{b} ({size})" for size, a, b in diff)
+            print(f"| {name} | {seed} | {len(clusters)} | {len(diff)} | {sum(d[0] for d in diff)} | {moves} |",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -213,9 +245,16 @@ def main() -> None:
     r.add_argument("selector")
     r.add_argument("dirs", nargs="+")
     r.add_argument("--pool", nargs="*", default=[], help="more result folders to read members' outputs from")
+    pr = sub.add_parser("problems", help="first choices on PEF's clusters of generated problems, no member run")
+    pr.add_argument("selector")
+    pr.add_argument("--problems", nargs="+", required=True, help="family-nodes, e.g. alarm-1000 er-1000")
+    pr.add_argument("--seeds", type=seeds_arg, default=[0])
+    pr.add_argument("--against", default="truth", help="the selector to compare with (default: the shipped truth)")
     args = parser.parse_args()
     selector = load_selector(args.selector)
-    if args.command == "changed":
+    if args.command == "problems":
+        problems(selector, load_selector(args.against), args.problems, args.seeds)
+    elif args.command == "changed":
         changed(selector, args.selector, args.dirs, args.commands)
     elif args.command == "replay":
         replay(selector, args.dirs, args.pool)
