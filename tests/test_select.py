@@ -660,9 +660,11 @@ def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same
     problem, fast_fges = _fges_that_runs_away(monkeypatch, calls, kill_at)
 
     def fit(path):
-        # No repair: this test is about the member runs (test_repair.py resumes a run killed in the repair).
+        # No steps after fusion: this test is about the member runs (test_repair.py resumes a run killed in the
+        # repair); their multithreaded searches may break score ties differently from run to run.
         return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, partition=CUT, runaway=600,
-                   checkpoint=str(path), repair=RepairConfig(repair_rounds=0)).fit(problem.data, problem.variables)
+                   checkpoint=str(path), repair=RepairConfig(repair_rounds=0, polish_upto=0, rival_upto=0,
+                                                             sweep_upto=0)).fit(problem.data, problem.variables)
 
     with pytest.warns(UserWarning):
         whole = fit(tmp_path / "whole.h5")
