@@ -20,7 +20,8 @@ def run(args: argparse.Namespace) -> None:
     from hpc.progress import Progress
     from hpc.train.records import RecordsConfig, build_records, parse_shard, record_problems
 
-    check_output(args.output, PROBLEM_SUFFIXES, "the records file", inputs=tuple(a for a in (args.upgrade, args.rerun) if a))
+    check_output(args.output, PROBLEM_SUFFIXES, "the records file",
+                 inputs=tuple(a for a in (args.upgrade, args.rerun) if a))
     if args.upgrade:
         from hpc.train.records import upgrade_records
 

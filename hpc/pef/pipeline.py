@@ -34,8 +34,8 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
-from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, POST_FACTOR, POST_FLOOR, Block, RepairConfig, block_search, candidate_pairs, changes,
-                             join_blocks, repair_blocks, repair_search)
+from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, POST_FACTOR, POST_FLOOR, Block, RepairConfig, block_search,
+                             candidate_pairs, changes, join_blocks, repair_blocks, repair_search)
 from hpc.pef.polish import CHECKPOINT_CLUSTER, RECUT_CLUSTER, communities, join_parents, polish_blocks, polish_search
 from hpc.pef.sweep import CHECKPOINT_KEY as SWEEP_KEY
 from hpc.pef.sweep import fingerprint
@@ -189,10 +189,11 @@ def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: Repai
     polished, fixed = join_parents(graph, blocks, results), 0
     if knowledge is not None:  # a cross-cluster edge reversed to break a cycle may go against the knowledge
         polished, fixed = knowledge.kept(polished)
+    seconds = time.perf_counter() - begin
     account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(clusters),
-               "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(time.perf_counter() - begin, 3),
+               "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(seconds, 3),
                **({"resumed": resumed} if resumed else {}),
-               **({"cut_after_seconds": round(time.perf_counter() - begin, 1), "searches_cut": cut} if cut else {}),
+               **({"cut_after_seconds": round(seconds, 1), "searches_cut": cut} if cut else {}),
                **({"knowledge_fixed": fixed} if knowledge is not None else {})}
     show.note(changes_note(label, account))
     return polished, account

@@ -21,7 +21,6 @@ blanket, 260.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -193,9 +192,10 @@ def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: in
     """One block's BOSS in this process's JVM worker (a dask task), with the `knowledge` about its columns
     (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the wall clock passed `until`
     (`time.time()`, the same on every worker whenever the task starts) first."""
+    from hpc.learners.ensemble import remaining
     from hpc.learners.worker import call_within
 
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                 "order": block.order, "pairs": block.pairs, "threads": threads,
                                 **({"knowledge": knowledge} if knowledge else {})},
-                       None if until is None else until - time.time())
+                       remaining(None, until))

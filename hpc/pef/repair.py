@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import time
-
 import numpy as np
 
 from hpc.checks import check_number
@@ -43,7 +41,7 @@ GUARD_FLOOR = 300.0
 #: the estimation's seconds, at least POST_FLOOR seconds. With a guard per step alone, layer-1000 seed 0 ran
 #: past 27 minutes (each step, each of the rival's and the recut's passes, spent its own 300 s); on the
 #: families, Alarm up to 30,000 variables and Table VI's networks the steps took at most 1.9x the
-#: estimation's seconds, or under 450 s (BENCHMARKS.md), so the budget does not bind there.
+#: estimation's seconds, or under 520 s (sf-1000 seed 0, the closest), so the budget does not bind there.
 POST_FACTOR = 4.0
 POST_FLOOR = 600.0
 #: Largest block one repair search covers; problems up to this size are repaired in one search. On
@@ -246,9 +244,10 @@ def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, unt
     """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
     (hpc.graphs.knowledge's indexed form); None when the wall clock passed `until` (`time.time()`, the same
     on every worker whenever the task starts) first."""
+    from hpc.learners.ensemble import remaining
     from hpc.learners.worker import call_within
 
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                 "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
                                 "threads": threads, **({"knowledge": knowledge} if knowledge else {})},
-                       None if until is None else until - time.time())
+                       remaining(None, until))
