@@ -26,7 +26,8 @@ from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.graphs.knowledge import Knowledge
-from hpc.learners.ensemble import (MemberRun, best_run, check_knowledge, check_members, check_wall_limit, run_member)
+from hpc.learners.ensemble import (MemberRun, best_run, check_knowledge, check_members, check_wall_limit, remaining,
+                                   run_member)
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse
@@ -740,8 +741,8 @@ class PEF:
             run.show.note("resuming: the whole-problem rival's run is in the checkpoint")
             return stored
         spent = sum(r.seconds for runs in self.cluster_runs_ for r in runs if r is not None)
-        limit = min(rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", []))),
-                    run.step_end() - time.time())
+        limit = remaining(rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", []))),
+                          run.step_end())
         run.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {len(variables)} variables, "
                       f"at most {limit:.0f} s (rival_upto={self.repair.rival_upto})")
         result = run_rival(run.executor, cov, run.n, variables, limit, run.deadline, self._known())
