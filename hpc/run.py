@@ -28,25 +28,91 @@ class MethodSpec:
     pef_options: dict[str, Any] = field(default_factory=dict)
 
 
+def flat_options(options: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"polish": {"upto": 0}}` (a Hydra config's nesting) as `{"polish.upto": 0}`."""
+    flat: dict[str, Any] = {}
+    for name, value in options.items():
+        if isinstance(value, dict) or hasattr(value, "items"):
+            flat.update(flat_options(dict(value.items()), f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def methods() -> tuple[str, ...]:
+    """p-sle and sle, then every registered learner inside PEF (p-<name>) and alone."""
+    from hpc.learners.members import MEMBERS
+
+    return ("p-sle", "sle", *(f"p-{m}" for m, cls in MEMBERS.items() if cls.pef), *MEMBERS)
+
+
+def default_selection(method: str, sle: str | None, selector: str | None) -> str:
+    """The selection when none is given: p-sle runs the shipped truth selector's choice (more accurate than
+    the paper's rule on every held-out family measured, at a fraction of the member runs; bench/HISTORY.md),
+    except for an ensemble of the user's own (`sle`) with no selector for it, where the paper's rule is the
+    only one that applies."""
+    if method != "p-sle" or (sle is not None and selector is None):
+        return "all"
+    return "predicted"
+
+
+def method_spec(method: str = "p-sle", sle: str | None = None, selection: str | None = None,
+                selector: str | None = None, top_k: int = 1, runaway: float | None = None,
+                params: dict[str, Any] | None = None, pef: dict[str, Any] | None = None,
+                flag: Any = str) -> MethodSpec:
+    """`psle learn`'s (and `hpc.learn`'s) method settings as a MethodSpec; `flag` names a setting in a
+    refusal as its front end spells it (`--top-k`, `top_k`)."""
+    from hpc.learners.members import MEMBERS
+
+    if method not in methods():
+        raise PsleError(f"{flag('method')} {method!r}: unknown; known: {', '.join(methods())}")
+    if params and method in ("sle", "p-sle"):
+        raise PsleError(f"{flag('param')} does not apply to {method}; put members in a {flag('sle')} YAML file")
+    if selection is not None and selection != "all" and method != "p-sle":
+        raise PsleError(f"{flag('selection')} {selection} applies to p-sle only, not {method}")
+    selection = selection or default_selection(method, sle, selector)
+    is_pef = method.startswith("p-")
+    options: dict[str, Any] = {"pef_options": dict(pef)} if pef else {}
+    if runaway is not None:
+        if selection != "predicted":
+            raise PsleError(f"{flag('runaway')} applies to {flag('selection')} predicted (it cuts a run that "
+                            f"outlasts its prediction), not to this run's selection {selection}")
+        options["runaway"] = runaway
+    if method in ("sle", "p-sle"):
+        predicted = selection == "predicted"
+        return MethodSpec(method, is_pef, sle=sle or (None if predicted else "learned"), selection=selection,
+                          selector=(selector or "truth") if predicted else None, top_k=top_k, **options)
+    base = method[2:] if is_pef else method
+    assert base in MEMBERS  # methods() comes from the registry
+    return MethodSpec(method, is_pef, members=({"method": base, **(params or {})},), **options)
+
+
 def pef_configs(options: dict[str, Any]):
-    """PartitionConfig, FusionConfig and RepairConfig with `options` (names from any) applied and checked."""
+    """PartitionConfig, FusionConfig and the steps after fusion with `options` applied and checked: the
+    partition's and fusion's settings by their names, a step's as `<step>.<setting>` (hpc.pef.steps)."""
     from hpc.pef.fusion import FusionConfig
     from hpc.pef.partition import PartitionConfig
-    from hpc.pef.repair import RepairConfig
+    from hpc.pef.steps import KINDS, steps_from
 
-    configs = [PartitionConfig(), FusionConfig(), RepairConfig()]
+    configs = [PartitionConfig(), FusionConfig()]
     known = [{f.name for f in fields(c)} for c in configs]
-    for name, value in options.items():
-        where = [k for k, names in enumerate(known) if name in names]
-        if not where:
-            raise PsleError(f"PEF setting {name}: unknown; known: {', '.join(sorted(set().union(*known)))}")
-        configs[where[0]] = replace(configs[where[0]], **{name: value})
+    chained: dict[str, Any] = {}
     try:
+        for name, value in flat_options(options).items():
+            where = [k for k, names in enumerate(known) if name in names]
+            if "." in name:
+                chained[name] = value
+            elif where:
+                configs[where[0]] = replace(configs[where[0]], **{name: value})
+            else:
+                steps = [setting for kind in KINDS for setting, _ in kind.settings()]
+                raise PsleError(f"{name}: unknown; known: {', '.join(sorted(set().union(*known)) + steps)}")
         for config in configs:
             config.validate()
+        steps = steps_from(chained)
     except PsleError as exc:
         raise PsleError(f"PEF setting {exc}") from None
-    return tuple(configs)
+    return configs[0], configs[1], steps
 
 
 def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limit: float | None = None,
@@ -67,8 +133,8 @@ def build_estimator(spec: MethodSpec, time_limit: float | None = None, wall_limi
         raise PsleError(f"a run checkpoint applies to PEF methods (p-*), not {spec.name}")
     members = load_sle(spec.sle)[1] if spec.sle else None if spec.members is None else [dict(m) for m in spec.members]
     if spec.pef:
-        partition, fusion, repair = pef_configs(spec.pef_options)
-        estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress, repair=repair,
+        partition, fusion, steps = pef_configs(spec.pef_options)
+        estimator = PEF(members, time_limit, partition, fusion, executor=executor, progress=progress, steps=steps,
                         wall_limit=wall_limit, selection=spec.selection, selector=spec.selector, top_k=spec.top_k,
                         **({} if spec.runaway is None else {"runaway": spec.runaway}),
                         checkpoint=None if checkpoint is None else str(checkpoint))
@@ -105,48 +171,79 @@ def learn_file(data: str | Path, output: str | Path, spec: MethodSpec, time_limi
                wall_limit: float | None = None, checkpoint: str | Path | None = None, parallel: bool = True,
                scheduler: str | None = None, workers: int | None = None, label: str | None = None,
                knowledge: str | Path | None = None, nodes: int | None = None, worker_job: Any = None) -> Any:
-    """`psle learn`'s whole run, here or as a SLURM job: read and check the data (and the `knowledge`
-    file against it), fit on a fresh executor, write the graph with its meta; a run without a complete
-    answer writes nothing."""
+    """`psle learn`'s whole run, here or as a SLURM job: read the data file, `fit_data`, write the graph with
+    its meta; a run without a complete answer writes nothing."""
+    import sys
+
+    from hpc.data.tabular import read_data
+    from hpc.graphs.io import write_graph
+
+    x, variables = read_data(data)
+    learner, meta = fit_data(x, variables, spec, time_limit, wall_limit, checkpoint, parallel, scheduler, workers,
+                             label, knowledge, nodes, worker_job, source=str(data),
+                             context={"data": str(data), **({"knowledge": str(knowledge)} if knowledge else {})})
+    write_graph(output, learner.graph_, meta)
+    print(f"psle: {learner.graph_.n_edges} edges in {meta['total_seconds']:.1f} s -> {output}", file=sys.stderr)
+    return learner
+
+
+def fit_data(x: Any, variables: tuple[str, ...], spec: MethodSpec, time_limit: float | None = None,
+             wall_limit: float | None = None, checkpoint: str | Path | None = None, parallel: bool = True,
+             scheduler: str | None = None, workers: int | None = None, label: str | None = None,
+             knowledge: Any = None, nodes: int | None = None, worker_job: Any = None, source: str = "data",
+             context: dict[str, Any] | None = None, progress: bool = True,
+             flag: Any = lambda name: "--" + name.replace("_", "-")) -> tuple[Any, dict[str, Any]]:
+    """Check the data (and the `knowledge`, a file or a Knowledge, against it), fit on a fresh executor and
+    return the fitted learner with its graph's meta (`context` added to it); a run without a complete answer
+    is a PsleError, naming the limits as `flag` spells them. Quiet without `progress`."""
     import sys
     import time
 
-    from hpc.data.tabular import check_learnable, read_data
+    from hpc.data.tabular import check_learnable
     from hpc.executors import announce_dashboard, make_executor
-    from hpc.graphs.io import write_graph
     from hpc.learners.members import Member, check_runtime
 
-    learner = build_estimator(spec, time_limit, wall_limit, checkpoint=checkpoint)
+    learner = build_estimator(spec, time_limit, wall_limit, checkpoint=checkpoint, progress=progress)
     label = label or spec.name
     check_runtime()
-    x, variables = read_data(data)
-    check_learnable(x, variables, str(data), warn=False)  # refusals name the file; the learner warns
+    check_learnable(x, variables, source, warn=False)  # refusals name the source; the learner warns
     if knowledge is not None:
-        from hpc.graphs.knowledge import read_knowledge
-
-        learner.knowledge = read_knowledge(knowledge, variables)
+        learner.knowledge = checked_knowledge(knowledge, variables)
         learner.validate()
-    print(f"psle: {label} on {data} ({x.shape[0]} rows, {x.shape[1]} variables)", file=sys.stderr)
+    say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
+    say(f"psle: {label} on {source} ({x.shape[0]} rows, {x.shape[1]} variables)")
     start = time.perf_counter()
     kind = "local" if parallel and not isinstance(learner, Member) else "serial"
     if nodes:
         kind, workers = "slurm_dask", nodes
-        print(f"psle: starting {nodes} SLURM worker job{'s' * (nodes != 1)} ({worker_job.cores} cores, "
-              f"{worker_job.memory} each)", file=sys.stderr)
+        say(f"psle: starting {nodes} SLURM worker job{'s' * (nodes != 1)} ({worker_job.cores} cores, "
+            f"{worker_job.memory} each)")
     with make_executor(kind, scheduler, workers, worker_job) as executor:
-        announce_dashboard(executor)
+        if progress:
+            announce_dashboard(executor)
         learner.executor = executor
         learner.fit(x, variables)
     seconds = time.perf_counter() - start
     if learner.status_ != "ok" or learner.graph_ is None:
-        given = ", ".join(f"{flag} {value:g}" for flag, value in (("--time-limit", time_limit),
-                                                                  ("--wall-limit", wall_limit)) if value is not None)
+        given = ", ".join(f"{flag(name)} {value:g}" for name, value in (("time_limit", time_limit),
+                                                                        ("wall_limit", wall_limit)) if value is not None)
         raise PsleError(f"{label} {learner.status_ if learner.status_ != 'ok' else 'gave no graph'} after "
                         f"{seconds:.1f} s{f' ({given})' if given else ''}{lost_runs(learner)}; nothing written")
-    write_graph(output, learner.graph_, graph_meta(learner, spec.name, seconds, data=str(data),
-                                                   **({"knowledge": str(knowledge)} if knowledge else {})))
-    print(f"psle: {learner.graph_.n_edges} edges in {seconds:.1f} s -> {output}", file=sys.stderr)
-    return learner
+    return learner, graph_meta(learner, spec.name, seconds, **(context or {}))
+
+
+def checked_knowledge(knowledge: Any, variables: tuple[str, ...]) -> Any:
+    """Prior knowledge from a file (checked as it is read) or a Knowledge (every name it uses must be a column)."""
+    from hpc.graphs.knowledge import Knowledge, read_knowledge
+
+    if isinstance(knowledge, Knowledge):
+        names = {v for tier in knowledge.tiers for v in tier} | {v for e in knowledge.forbidden | knowledge.required
+                                                                  for v in e}
+        unknown = sorted(names - set(variables))
+        if unknown:
+            raise PsleError(f"knowledge: unknown variable {unknown[0]!r} (not a column of the data)")
+        return knowledge
+    return read_knowledge(knowledge, variables)
 
 
 def write_ensemble(path: str | Path, members: list[dict[str, Any]], rounds: list[dict[str, Any]],

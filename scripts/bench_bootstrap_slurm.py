@@ -8,7 +8,7 @@ peak memory from `sacct`. Needs a running SLURM (`bash slurm/local/start.sh` her
 
 Usage:
   python scripts/bench_bootstrap_slurm.py PROBLEM.h5 --resamples 20 --requeue 2 --cpus 1 --mem-gb 6 \
-      -o /tmp/boot/g.json [--pef repair_rounds=0]
+      -o /tmp/boot/g.json [--pef repair.rounds=0]
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("-o", "--output", type=Path, required=True)
     parser.add_argument("--jsonl", type=Path, default=None)
     parser.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
-                        help="PEF settings for every resample, passed to psle learn (e.g. repair_rounds=0)")
+                        help="PEF settings for every resample, passed to psle learn (e.g. repair.rounds=0)")
     args = parser.parse_args()
     output = args.output.resolve()
     folder, logs = resample_folder(output), output.parent / ".submitit"

@@ -72,12 +72,12 @@ def main() -> None:
         truth = dag_to_cpdag(problem.truth)
         runs = []
         with make_executor("local", None, args.workers) as executor:
-            before = {"rival_upto": 0, "sweep_upto": 0}
-            for name, options in (("psle without repair", {"repair_rounds": 0, "polish_upto": 0, **before}),
-                                  ("psle with the repair only", {"polish_upto": 0, **before}),
-                                  ("psle (repair + polish)", {**before, "recut_passes": 0}),
-                                  ("psle (+ rival)", {"sweep_upto": 0, "recut_passes": 0}),
-                                  ("psle (+ sweep)", {"recut_passes": 0}), ("psle (defaults: + recut)", {})):
+            before = {"rival.upto": 0, "sweep.upto": 0}
+            for name, options in (("psle without repair", {"repair.rounds": 0, "polish.upto": 0, **before}),
+                                  ("psle with the repair only", {"polish.upto": 0, **before}),
+                                  ("psle (repair + polish)", {**before, "recut.passes": 0}),
+                                  ("psle (+ rival)", {"sweep.upto": 0, "recut.passes": 0}),
+                                  ("psle (+ sweep)", {"recut.passes": 0}), ("psle (defaults: + recut)", {})):
                 start = time.perf_counter()
                 pef = build_estimator(MethodSpec("psle", True, selection="predicted", selector="truth",
                                                  pef_options=options), executor=executor, progress=False)

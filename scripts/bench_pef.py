@@ -9,9 +9,10 @@ member run; whole-problem runs stopped there are reported as "> LIMIT s"); `psle
 Methods: `psle` is `psle learn`'s default (per-cluster selection, repair, polish, rival); `psle-norepair`
 the same without the repair, the polish and the rival (fusion's graph), `psle-rival` with the whole-problem
 rival up to 2,000 variables whatever the partition found; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
-methods; `fges`, `pc-stable` Tetrad's defaults on the whole problem; `fges-faithful` (λ 2.54, m 91,
-faithfulness) and `boss` (λ 2.54, started from a faithful fGES's order) / `boss-columns` (started
-from the column order) on the whole problem.
+methods, `p-flop` PEF with FLOP (conf/method/p-flop.yaml); `fges`, `pc-stable` Tetrad's defaults on the whole problem;
+`fges-faithful` (λ 2.54, m 91, faithfulness), `boss` (λ 2.54, started from a faithful fGES's order) / `boss-columns`
+(started from the column order) and `flop` (FLOP at its authors' λ 2, no restarts; fewer variables than rows only)
+on the whole problem.
 
 Usage:
   python scripts/bench_pef.py --network alarm --nodes 1000 --seeds 0-9 \
@@ -22,7 +23,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
@@ -33,46 +33,45 @@ from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
 from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
-from hpc.pef.repair import RepairConfig
 from hpc.pef.rival import RIVAL
+from hpc.pef.steps import NONE
 from hpc.run import pef_configs
 
 CONF = Path(__file__).resolve().parents[1] / "hpc" / "conf"
 RIVAL_UPTO = 2000
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
-#: The paper's one-learner PEF methods, with the members their experiment configs pin (P/fGES at λ 1).
+#: The one-learner PEF methods (the paper's and P/FLOP), with the members their experiment configs pin (P/fGES at λ 1).
 SINGLE = {name: yaml.safe_load((CONF / "method" / f"{name}.yaml").read_text())["members"]
-          for name in ("p-fges", "p-pc-stable")}
+          for name in ("p-fges", "p-pc-stable", "p-flop")}
 WHOLE = {"fges": {"method": "fges"}, "pc-stable": {"method": "pc-stable"},
          "fges-faithful": RIVAL,
          "boss": {"method": "boss", "penalty": 2.53767},
-         "boss-columns": {"method": "boss", "penalty": 2.53767, "start": "columns"}}
+         "boss-columns": {"method": "boss", "penalty": 2.53767, "start": "columns"},
+         "flop": {"method": "flop", "penalty": 2.0}}
 
 
 def run(method: str, executor, limit: float | None, settings: dict, problem) -> tuple:
     """One method on one problem: (graph, status, PEF's account columns); `settings` override PEF's."""
-    partition, fusion, repair = pef_configs(settings)
+    if method == "psle-norepair":
+        settings = {**settings, **NONE}
+    elif method == "psle-rival":
+        settings = {**settings, "rival.upto": RIVAL_UPTO, "rival.crossing": 0.0}
+    partition, fusion, steps = pef_configs(settings)
     if method in WHOLE:
         learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
     elif method in ("psle", "psle-norepair", "psle-rival"):
-        if method == "psle-norepair":
-            repair = RepairConfig(**{**asdict(repair), "repair_rounds": 0, "polish_upto": 0, "rival_upto": 0,
-                                     "sweep_upto": 0})
-        elif method == "psle-rival":
-            repair = RepairConfig(**{**asdict(repair), "rival_upto": RIVAL_UPTO, "rival_crossing": 0.0})
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
-                      selector="truth", partition=partition, fusion=fusion, repair=repair)
+                      selector="truth", partition=partition, fusion=fusion, steps=steps)
     else:
         members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else SINGLE[method]
         learner = PEF(members, time_limit=limit, executor=executor, progress=False, partition=partition, fusion=fusion,
-                      repair=repair)
+                      steps=steps)
     learner.fit(problem.data, problem.variables)
     extra = {}
     if isinstance(learner, PEF):
         extra = {"clusters": [int(len(c)) for c in learner.clusters_],
                  "fusion": None if learner.fusion_stats_ is None else learner.fusion_stats_.as_dict(),
-                 "repair": learner.repair_, "polish": learner.polish_, "rival": learner.rival_,
-                 "sweep": learner.sweep_, "recut": learner.recut_,
+                 **learner.steps_,
                  "winners": [None if w is None else learner.members_[w] for w in learner.winners_],
                  "spans": learner.spans_, "task_seconds": learner.task_seconds_}
     return learner.graph_, learner.status_, extra

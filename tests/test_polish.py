@@ -8,15 +8,13 @@ import numpy as np
 import pytest
 
 from hpc.data.generate import SEM, benchmark_problem, sample
-from hpc.executors import SerialExecutor
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
-from hpc.pef.partition import standardize
-from hpc.pef.pipeline import PEF, polish
-from hpc.pef.polish import blanket, communities, join_parents, polish_blocks
-from hpc.pef.repair import RepairConfig
-from hpc.progress import Progress
+from hpc.pef.pipeline import PEF
+from hpc.pef.polish import Polish, PolishConfig, blanket, communities, join_parents, polish_blocks
+from hpc.pef.steps import steps_from
+from tests.chains import run_step
 
 
 def test_the_blanket_holds_parents_children_and_the_childrens_other_parents():
@@ -107,18 +105,15 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
     # The true graph plus two spurious edges inside the second cluster (what a parent the cluster's search
     # could not see leaves behind): both are candidates, and BOSS drops them.
     start = dag_to_cpdag(dag.with_edges(np.concatenate([dag.directed, [[8, 10], [9, 11]]])))
-    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=100),
-                            SerialExecutor(), None, None, Progress(False), None)
+    graph, account = run_step(Polish(PolishConfig(upto=100)), x, start, clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_removed"] == 2 and account["edges_added"] == 0 and account["searches"] == 2
-    # a cluster whose search would be over polish_upto is searched in parts, each within it, to the same graph
-    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=8),
-                            SerialExecutor(), None, None, Progress(False), None)
+    # a cluster whose search would be over polish.upto is searched in parts, each within it, to the same graph
+    graph, account = run_step(Polish(PolishConfig(upto=8)), x, start, clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["parts"] == account["searches"] == 4 and account["largest_search"] == 8
     # a part whose search is still over it (here every variable's: each has a neighbour) does not run
-    graph, account = polish(standardize(x, np.float64), start, clusters, RepairConfig(polish_upto=1),
-                            SerialExecutor(), None, None, Progress(False), None)
+    graph, account = run_step(Polish(PolishConfig(upto=1)), x, start, clusters)
     assert graph == start and account["searches"] == 0
 
 
@@ -129,24 +124,24 @@ def test_a_checkpointed_polish_reruns_only_the_searches_it_lacks(tmp_path):
     ckpt = tmp_path / "run.h5"
 
     def fit() -> PEF:
-        return PEF(members, progress=False, checkpoint=str(ckpt), repair=RepairConfig(polish_upto=1000)).fit(
+        return PEF(members, progress=False, checkpoint=str(ckpt), steps=steps_from({"polish.upto": 1000})).fit(
             problem.data, problem.variables)
 
     first = fit()
-    assert first.polish_["searches"] == len(first.clusters_) > 1 and "resumed" not in first.polish_
+    assert first.steps_["polish"]["searches"] == len(first.clusters_) > 1 and "resumed" not in first.steps_["polish"]
     with h5py.File(ckpt) as f:
         runs = json.loads(f["runs"][()].decode())
-    assert sum(r["cluster"] == -2 for r in runs) == len(first.clusters_)
+    assert sum(r.get("step") == "polish" for r in runs) == len(first.clusters_)
     # drop one polish search from the checkpoint, as a kill before it finished would have
     from hpc.pef.checkpoint import RunCheckpoint
 
     with h5py.File(ckpt) as f:
         settings = json.loads(f.attrs["settings"])
     memory = RunCheckpoint(ckpt, settings)
-    del memory.runs[-2, 0]
+    del memory.steps["polish", 0]
     memory.save()
     again = fit()
-    assert again.polish_["resumed"] == len(first.clusters_) - 1
+    assert again.steps_["polish"]["resumed"] == len(first.clusters_) - 1
     assert again.graph_ == first.graph_
 
 
@@ -159,9 +154,9 @@ def test_a_polished_pef_gives_the_same_cpdag_in_any_column_order():
     graphs = []
     for k in range(3):
         perm = np.random.default_rng(k).permutation(problem.p) if k else np.arange(problem.p)
-        pef = PEF(members, progress=False, repair=RepairConfig(polish_upto=1000)).fit(
+        pef = PEF(members, progress=False, steps=steps_from({"polish.upto": 1000})).fit(
             problem.data[:, perm], [problem.variables[i] for i in perm])
-        assert pef.polish_["searches"] == len(pef.clusters_) > 1 and pef.recut_["passes"]  # the recut too
+        assert pef.steps_["polish"]["searches"] == len(pef.clusters_) > 1 and pef.steps_["recut"]["passes"]  # recut too
         graphs.append(relabel(pef.graph_, perm, problem.variables))
     assert all(compare(g, graphs[0]).shd == 0 for g in graphs[1:])
 
@@ -170,14 +165,15 @@ def test_a_polished_pef_gives_the_same_cpdag_in_any_column_order():
 def test_the_recut_searches_the_seams_of_a_block_structured_graph_and_skips_one_without_blocks():
     members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
     problem = benchmark_problem(300, 3, network="alarm")
-    fit = lambda recut, p: PEF(members, progress=False, repair=RepairConfig(recut_passes=recut)).fit(  # noqa: E731
+    fit = lambda recut, p: PEF(members, progress=False, steps=steps_from({"recut.passes": recut})).fit(  # noqa: E731
         p.data, p.variables)
     without, recut = fit(0, problem), fit(2, problem)
-    assert without.recut_ is None and 1 <= len(recut.recut_["passes"]) <= 2
-    first = recut.recut_["passes"][0]
-    assert first["crossing"] < 0.3 and first["clusters"] > len(recut.clusters_)  # cut elsewhere, and finer
-    assert recut.recut_["edges_added"] + recut.recut_["edges_removed"] + recut.recut_["edges_reoriented"] > 0
+    account = recut.steps_["recut"]
+    assert without.steps_["recut"] is None and 1 <= len(account["passes"]) <= 2
+    first = account["passes"][0]
+    assert first["crossing"] < 0.3 and first["groups"] > len(recut.clusters_)  # cut elsewhere, and finer
+    assert account["edges_added"] + account["edges_removed"] + account["edges_reoriented"] > 0
     assert compare(recut.graph_, problem.truth).shd < compare(without.graph_, problem.truth).shd
     er = benchmark_problem(200, 2, graph="er")
     plain = fit(2, er)
-    assert plain.recut_["crossing"] >= 0.3 and "passes" not in plain.recut_ and plain.recut_["skipped"]
+    assert "no blocks" in plain.steps_["recut"]["skipped"] and "passes" not in plain.steps_["recut"]

@@ -17,10 +17,11 @@ from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
-from hpc.pef.partition import standardize
-from hpc.pef.pipeline import PEF, repair
-from hpc.pef.repair import RepairConfig, block_search, candidate_pairs, changes, join_blocks, repair_blocks
-from hpc.progress import Progress
+from hpc.pef.pipeline import PEF
+from hpc.pef.repair import Repair, RepairConfig, block_search, candidate_pairs, changes, join_blocks, repair_blocks
+from hpc.pef.step import WallLimitHit
+from hpc.pef.steps import NONE, steps_from
+from tests.chains import run_step
 
 PSLE = str(Path(sys.executable).parent / "psle")
 
@@ -105,13 +106,11 @@ def test_the_repair_adds_the_cross_cluster_edges_fusion_missed_and_no_other():
     fused = dag.with_edges(dag.directed[((dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6))
                                         | (dag.directed[:, 0] == 2)])
     assert len(fused.directed) == 11
-    graph, account = repair(standardize(x, np.float64), dag_to_cpdag(fused), clusters, RepairConfig(), SerialExecutor(),
-                            None, None, Progress(False), "test")
+    graph, account = run_step(Repair(), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 2 and account["edges_removed"] == 0
     # the same with each cluster a block of its own: the halo lets a block join pairs across the cut
-    graph, account = repair(standardize(x, np.float64), dag_to_cpdag(fused), clusters, RepairConfig(repair_block=6),
-                            SerialExecutor(), None, None, Progress(False), "test")
+    graph, account = run_step(Repair(RepairConfig(block=6)), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
 
 
@@ -153,20 +152,25 @@ def test_a_run_killed_during_the_repair_resumes_to_the_uninterrupted_graph(tmp_p
     assert got["meta"]["repair"]["rounds"][0]["resumed"] is True
 
 
-def test_the_checkpoint_keeps_repair_rounds_per_settings_and_refuses_older_formats(tmp_path):
+def test_the_checkpoint_keeps_step_results_by_name_and_refuses_older_formats(tmp_path):
     import h5py
 
     from hpc.errors import PsleError
+    from hpc.learners.ensemble import MemberRun
     from hpc.pef.checkpoint import STORE, RunCheckpoint
+    from hpc.pef.step import StepMemory
 
     path = tmp_path / "run.h5"
-    memory = RunCheckpoint(path, {"data": "x"})
-    memory.put_repaired("settings A", (np.array([[0, 1]]), np.empty((0, 2), dtype=np.int64), 1.5))
-    again = RunCheckpoint(path, {"data": "x"})
-    [(directed, undirected, seconds)] = again.repaired_under("settings A")
-    assert directed.tolist() == [[0, 1]] and undirected.shape == (0, 2) and seconds == 1.5
-    assert again.repaired_under("settings B") == []  # other repair settings start the repair afresh
-    for version in (1, 2, 3):  # their runs followed the file's column order: refused, not resumed
+    memory = StepMemory(RunCheckpoint(path, {"data": "x"}), "repair")
+    spec = {"method": "fges-repair", "settings": "A", "round": 1}
+    memory.put(1, MemberRun(spec, "ok", np.array([[0, 1]]), np.empty((0, 2), dtype=np.int64), None, 1.5))
+    again = StepMemory(RunCheckpoint(path, {"data": "x"}), "repair")
+    run = again.get(1, spec)
+    assert run.directed.tolist() == [[0, 1]] and run.undirected.shape == (0, 2) and run.seconds == 1.5
+    assert again.get(1, {**spec, "settings": "B"}) is None  # other settings: the step runs afresh
+    assert again.part("polish").get(1, spec) is None  # another step's results are its own
+    assert RunCheckpoint(path, {"data": "x"}).runs == {}  # and not member runs
+    for version in (1, 2, 3, 4):  # column order, clocks: refused, not resumed into another graph
         old = tmp_path / f"v{version}.h5"
         with h5py.File(old, "w") as f:
             f.attrs["format"], f.attrs["version"] = STORE.tag, version
@@ -174,32 +178,43 @@ def test_the_checkpoint_keeps_repair_rounds_per_settings_and_refuses_older_forma
             RunCheckpoint(old, {"data": "x"})
 
 
-@pytest.mark.jvm
-def test_a_repair_round_past_its_guard_is_cut_and_the_last_finished_graph_stands():
-    x, dag, _ = planted_cross_edges()
-    fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
-    # 1 ms: less than one round trip to the JVM worker and back, on any machine.
-    # The step's end is now: past before the round's search starts, on any machine.
-    graph, account = repair(standardize(x, np.float64), fused, [np.arange(6), np.arange(6, 12)], RepairConfig(),
-                            SerialExecutor(), None, None, Progress(False), "test", until=time.time())
-    assert graph == fused and [sorted(r) for r in account["rounds"]] == [["cut_after_seconds", "round"]]
-    assert account["edges_added"] == account["edges_removed"] == account["edges_reoriented"] == 0
+class SlowExecutor(SerialExecutor):
+    """Serial, with every task's result held back: a machine many times slower, or under load."""
+
+    def run(self, fn, tasks):
+        for t, result in super().run(fn, tasks):
+            time.sleep(0.05)
+            yield t, result
 
 
 @pytest.mark.jvm
-def test_steps_after_fusion_past_their_shared_budget_are_skipped_and_say_so(monkeypatch):
-    """With the budget the steps after fusion share set to nothing, the repair's round is cut, every later
-    step is skipped with its reason in the account, and the graph is fusion's."""
-    import hpc.pef.pipeline as pipeline
-
+@pytest.mark.slow
+def test_a_slowed_executor_gives_the_same_graph():
+    """No clock decides which steps after fusion run or how far: the same data on a slow machine gives the
+    same graph, step by step."""
     problem = benchmark_problem(200, 1, network="asia")
     members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
-    fused = PEF(members, progress=False, repair=RepairConfig(repair_rounds=0, polish_upto=0, rival_upto=0,
-                                                             sweep_upto=0, recut_passes=0)).fit(problem.data)
-    monkeypatch.setattr(pipeline, "POST_FLOOR", 0.0)
-    monkeypatch.setattr(pipeline, "POST_FACTOR", 0.0)
-    pef = PEF(members, progress=False, repair=RepairConfig(rival_crossing=0.0)).fit(problem.data)
-    assert len(pef.clusters_) > 1 and [sorted(r) for r in pef.repair_["rounds"]] == [["cut_after_seconds", "round"]]
-    skipped = {"skipped": "the steps after fusion used their budget"}
-    assert pef.polish_ == pef.sweep_ == pef.recut_ == skipped and pef.rival_["kept"] == "pef"
-    assert pef.rival_["skipped"] == skipped["skipped"] and pef.graph_ == fused.graph_
+    steps = steps_from({"rival.crossing": 0.0})  # every step runs
+    fast = PEF(members, progress=False, steps=steps).fit(problem.data)
+    slow = PEF(members, progress=False, steps=steps, executor=SlowExecutor()).fit(problem.data)
+    assert len(fast.clusters_) > 1 and all(fast.steps_[name] for name in ("repair", "polish", "rival", "sweep"))
+    assert slow.graph_ == fast.graph_
+    strip = lambda a: {k: v for k, v in a.items() if "seconds" not in k}  # noqa: E731
+    assert strip(slow.steps_["rival"]) == strip(fast.steps_["rival"])
+
+
+@pytest.mark.jvm
+def test_a_search_cut_by_the_users_wall_limit_ends_the_run_without_a_graph():
+    x, dag, clusters = planted_cross_edges()
+    fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
+    with pytest.raises(WallLimitHit):  # the deadline has passed before the round's search starts
+        run_step(Repair(), x, fused, clusters, deadline=time.time() - 1)
+
+
+@pytest.mark.jvm
+def test_steps_turned_off_leave_fusions_graph_and_no_account():
+    problem = benchmark_problem(200, 1, network="asia")
+    members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
+    pef = PEF(members, progress=False, steps=steps_from(NONE)).fit(problem.data)
+    assert len(pef.clusters_) > 1 and all(account is None for account in pef.steps_.values())
+    assert set(pef.result_meta()) >= set(pef.steps_) and pef.seconds_["repair"] == pef.seconds_["recut"] == 0

@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from hpc.data.generate import SEM, benchmark_problem, sample
-from hpc.executors import SerialExecutor
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import PartitionConfig, standardize
-from hpc.pef.pipeline import PEF, repair, sweep
-from hpc.pef.repair import RepairConfig, candidate_pairs
-from hpc.progress import Progress
+from hpc.pef.pipeline import PEF
+from hpc.pef.repair import Repair, candidate_pairs
+from hpc.pef.steps import steps_from
+from hpc.pef.sweep import Sweep, SweepConfig
+from tests.chains import run_step
 
 SPARSE = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
 
@@ -36,11 +37,11 @@ def start_graph(dag: PDAG) -> PDAG:
 @pytest.mark.jvm
 def test_the_sweep_finds_an_edge_outside_every_candidate_pair_and_drops_a_spurious_one():
     x, dag, clusters = planted()
-    start, z = start_graph(dag), standardize(x, np.float64)
+    start = start_graph(dag)
     assert not any(set(pair) == {0, 11} for pair in candidate_pairs(start).tolist())  # no repair is shown it
-    repaired, _ = repair(z, start, clusters, RepairConfig(), SerialExecutor(), None, None, Progress(False), "test")
+    repaired, _ = run_step(Repair(), x, start, clusters)
     assert compare(repaired, dag_to_cpdag(dag)).shd > 0
-    swept, account = sweep(z, start, 3.0, SerialExecutor(), None, None, Progress(False), None)
+    swept, account = run_step(Sweep(SweepConfig(penalty=3.0)), x, start, clusters)
     assert compare(swept, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 1 and account["edges_removed"] == 1 and account["penalty"] == 3.0
 
@@ -51,7 +52,7 @@ def test_the_sweep_is_tetrads_fges_from_the_start_graph():
 
     x, dag, _ = planted()
     start, z = start_graph(dag), standardize(x, np.float64)
-    swept, _ = sweep(z, start, 3.0, SerialExecutor(), None, None, Progress(False), None)
+    swept, _ = run_step(Sweep(SweepConfig(penalty=3.0)), x, start, [np.arange(6), np.arange(6, 12)])
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore
@@ -71,20 +72,21 @@ def test_the_sweep_runs_up_to_sweep_upto_variables_and_a_resumed_run_takes_it_fr
     problem = benchmark_problem(200, 1, network="alarm")
     ckpt = tmp_path / "run.h5"
 
-    def fit(**repair_options) -> PEF:
+    def fit(**options) -> PEF:
         return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
-                   repair=RepairConfig(**repair_options), checkpoint=str(ckpt)).fit(problem.data, problem.variables)
+                   steps=steps_from(options), checkpoint=str(ckpt)).fit(problem.data, problem.variables)
 
     first = fit()
-    assert first.sweep_["seconds"] > 0 and "resumed" not in first.sweep_
-    assert first.result_meta()["sweep"] == first.sweep_ and first.seconds_["sweep"] > 0
+    assert first.steps_["sweep"]["seconds"] > 0 and "resumed" not in first.steps_["sweep"]
+    assert first.result_meta()["sweep"] == first.steps_["sweep"] and first.seconds_["sweep"] > 0
     with h5py.File(ckpt) as f:
         recorded = int(f.attrs["recorded"])
     again = fit()
     with h5py.File(ckpt) as f:
         assert int(f.attrs["recorded"]) == recorded  # nothing ran again, the sweep included
-    assert again.sweep_["resumed"] and again.graph_ == first.graph_
-    assert {k: v for k, v in again.sweep_.items() if k not in ("seconds", "resumed")} == {
-        k: v for k, v in first.sweep_.items() if k != "seconds"}
+    assert again.steps_["sweep"]["resumed"] and again.graph_ == first.graph_
+    assert {k: v for k, v in again.steps_["sweep"].items() if k not in ("seconds", "resumed")} == {
+        k: v for k, v in first.steps_["sweep"].items() if k != "seconds"}
     ckpt.unlink()
-    assert fit(sweep_upto=199).sweep_ is None and fit(sweep_upto=0).sweep_ is None
+    assert "above sweep.upto" in fit(**{"sweep.upto": 199}).steps_["sweep"]["skipped"]
+    assert fit(**{"sweep.upto": 0}).steps_["sweep"] is None

@@ -28,49 +28,17 @@ def parse_params(items: list[str]) -> dict[str, object]:
     return params
 
 
-def methods() -> tuple[str, ...]:
-    """p-sle and sle, then every registered learner inside PEF (p-<name>) and alone."""
-    from hpc.learners.members import MEMBERS
-
-    return ("p-sle", "sle", *(f"p-{m}" for m, cls in MEMBERS.items() if cls.pef), *MEMBERS)
+def flag(name: str) -> str:
+    """A setting's name as `psle learn` spells it."""
+    return "--" + name.replace("_", "-")
 
 
 def method_spec(args: argparse.Namespace):
-    """`psle learn`'s method flags as the run path's MethodSpec."""
-    from hpc.learners.members import MEMBERS
-    from hpc.run import MethodSpec
+    """`psle learn`'s method flags as the run path's MethodSpec (hpc.run.method_spec, which hpc.learn shares)."""
+    from hpc.run import method_spec as spec
 
-    params = parse_params(args.param)
-    if params and args.method in ("sle", "p-sle"):
-        raise PsleError(f"--param does not apply to {args.method}; put members in a --sle YAML file")
-    if args.selection is not None and args.selection != "all" and args.method != "p-sle":
-        raise PsleError(f"--selection {args.selection} applies to p-sle only, not {args.method}")
-    selection = args.selection or default_selection(args.method, args.sle, args.selector)
-    pef = args.method.startswith("p-")
-    options = {"pef_options": parse_params(args.pef)} if args.pef else {}
-    if args.runaway is not None:
-        if selection != "predicted":
-            raise PsleError(f"--runaway applies to --selection predicted (it cuts a run that outlasts its "
-                            f"prediction), not to this run's selection {selection}")
-        options["runaway"] = args.runaway
-    if args.method in ("sle", "p-sle"):
-        predicted = selection == "predicted"
-        return MethodSpec(args.method, pef, sle=args.sle or (None if predicted else "learned"),
-                          selection=selection, selector=(args.selector or "truth") if predicted else None,
-                          top_k=args.top_k, **options)
-    base = args.method[2:] if pef else args.method
-    assert base in MEMBERS  # argparse's choices come from the registry
-    return MethodSpec(args.method, pef, members=({"method": base, **params},), **options)
-
-
-def default_selection(method: str, sle: str | None, selector: str | None) -> str:
-    """`psle learn`'s selection when --selection is not given: p-sle runs the shipped truth selector's
-    choice (more accurate than the paper's rule on every held-out family measured, at a fraction of the
-    member runs; bench/HISTORY.md), except for an ensemble of the user's own (--sle) with no selector for it,
-    where the paper's rule is the only one that applies."""
-    if method != "p-sle" or (sle is not None and selector is None):
-        return "all"
-    return "predicted"
+    return spec(args.method, args.sle, args.selection, args.selector, args.top_k, args.runaway,
+                parse_params(args.param), parse_params(args.pef) if args.pef else None, flag)
 
 
 def describe_run(spec, learner) -> str:
@@ -193,30 +161,31 @@ def submit(args: argparse.Namespace, spec, label: str, worker_job=None) -> None:
         print(f"psle: job {job.job_id} finished -> {args.output}", file=sys.stderr)
 
 
+def param_help() -> str:
+    """The --param help: each registered learner's parameters."""
+    from hpc.learners.members import MEMBERS
+
+    return "learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values())
+
+
 def pef_help() -> str:
     """The --pef help, with each setting's default read from its config class."""
     from dataclasses import fields
 
     from hpc.pef.fusion import FusionConfig
     from hpc.pef.partition import PartitionConfig
-    from hpc.pef.repair import RepairConfig
+    from hpc.pef.steps import help_text
 
-    settings = ", ".join(f"{f.name} ({getattr(c, f.name)})" for c in (PartitionConfig(), FusionConfig(), RepairConfig())
+    settings = ", ".join(f"{f.name} ({getattr(c, f.name)})" for c in (PartitionConfig(), FusionConfig())
                          for f in fields(c))
     return (f"PEF settings (default): {settings}; e.g. context (outside variables each cluster's search sees, per "
             "cluster variable), max_size (split clusters above it; 0: the paper's rule), whole_below (learn smaller "
-            "problems whole), repair_rounds (0: no repair after fusion), repair_block (variables per repair search), "
-            "polish_upto (BOSS over each cluster and its Markov blanket after the repair, in searches of at most "
-            "this many variables, larger clusters searched in parts; 0: none), rival_upto (up to this many variables, "
-            "one whole fGES, polished, as a rival judged by BIC; 0: none), rival_crossing (the rival runs only where "
-            "this share of PEF's edges join two clusters), sweep_upto (up to this many variables, one fGES over every "
-            "pair from the graph so far, at sweep_penalty; 0: none), recut_passes (polish passes over the finished "
-            "graph's own communities, which cut elsewhere than the partition; 0: none)")
+            f"problems whole). The steps after fusion, in order, each off at 0: {help_text()}")
 
 
 def add(sub) -> None:
     """Declare `psle learn`."""
-    from hpc.learners.members import MEMBERS
+    from hpc.run import methods
 
     learn = sub.add_parser("learn", help="learn a CPDAG from data (CSV with a header row, or problem .h5)")
     learn.add_argument("data", help="data file: CSV (header = variable names) or problem .h5")
@@ -240,7 +209,7 @@ def add(sub) -> None:
                             "(at least 900 s) and run the next member instead, unless it is the last (default 20; "
                             "0: off)")
     learn.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                       help="learner parameters; " + "; ".join(cls.describe() for cls in MEMBERS.values()))
+                       help=param_help())
     learn.add_argument("--pef", action="append", default=[], metavar="NAME=VALUE",
                        help=pef_help())
     learn.add_argument("--time-limit", type=positive, default=None, metavar="SECONDS",

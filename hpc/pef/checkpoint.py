@@ -5,7 +5,7 @@ hours continues where it stopped and never recomputes a finished member run.
 The file names the data (sha256 of the matrix and variable names) and the settings that decide
 its content (members, per-run time limit, partition, selection); a checkpoint of other data or
 settings, a foreign file or a damaged one (content sha256) is refused in one line and left alone.
-It also counts every member run it was ever handed (`recorded`): equal to the number of runs it
+It also counts every member run and step result it was ever handed (`recorded`): equal to the number it
 holds unless a finished run was computed again, which is what resuming must never do.
 
 Fusion's progress is kept too: the F1 screening result of every finished cluster pair, under the
@@ -30,11 +30,13 @@ from hpc.learners.ensemble import MemberRun
 from hpc.store import StoreFormat, canonical, check_settings, check_sha256, read_store, writing
 
 #: Version 2 added the count of recorded runs, 3 fusion's screened blocks, 4 the repair's rounds and the data
-#: in its canonical column order (hpc.graphs.order). Versions 1-3 hold runs made in the file's column order,
-#: so they are refused with a message saying so, rather than resumed into a different order.
+#: in its canonical column order (hpc.graphs.order), 5 the steps after fusion's results by step name. Versions
+#: 1-3 hold runs made in the file's column order, 4 steps after fusion cut by clocks, so they are refused with a
+#: message saying so, rather than resumed into a different graph.
 _COLUMN_ORDER = "whose runs followed the file's column order; delete it to start afresh"
-STORE = StoreFormat("psle-learn-checkpoint", 4, "psle learn checkpoint", {1: _COLUMN_ORDER, 2: _COLUMN_ORDER,
-                                                                          3: _COLUMN_ORDER})
+STORE = StoreFormat("psle-learn-checkpoint", 5, "psle learn checkpoint", {
+    1: _COLUMN_ORDER, 2: _COLUMN_ORDER, 3: _COLUMN_ORDER,
+    4: "whose steps after fusion were cut by clocks; delete it to start afresh"})
 
 Screened = tuple[np.ndarray, np.ndarray, int]  # F1 of one cluster pair: pairs found, their p-values, pairs tested
 
@@ -57,13 +59,11 @@ def _content_hash(settings: str, runs: str, *arrays: np.ndarray, recorded: int, 
 
 
 SCREEN_SETS = ("screened_blocks", "screened_tested", "screened_counts", "screened_pairs", "screened_p")
-#: The repair's rounds: edge-array lengths (directed, undirected per round), the edges, seconds per round.
-REPAIR_SETS = ("repair_counts", "repair_edges", "repair_seconds")
-Repaired = tuple[np.ndarray, np.ndarray, float]  # one repair round's CPDAG (directed, undirected) and seconds
 
 
 class RunCheckpoint:
-    """Partition and member runs keyed by (cluster, member index); `put` persists at once."""
+    """Partition and member runs keyed by (cluster, member index), the steps after fusion's results keyed by
+    (step name, index); `put` and `put_step` persist at once."""
 
     def __init__(self, path: str | os.PathLike, settings: dict[str, Any], flush_seconds: float = 10.0):
         self.path = Path(path)
@@ -73,8 +73,7 @@ class RunCheckpoint:
         self.recorded = 0
         self.screen_key: str | None = None  # the fusion settings the screened blocks belong to
         self.screened: dict[int, Screened] = {}
-        self.repair_key = ""  # the repair settings the repaired rounds belong to
-        self.repaired: list[Repaired] = []
+        self.steps: dict[tuple[str, int], MemberRun] = {}
         self.flush_seconds, self._saved_at, self._dirty = flush_seconds, 0.0, False
         if self.path.exists():
             self._load()
@@ -91,43 +90,28 @@ class RunCheckpoint:
         recorded = int(f.attrs["recorded"])
         screen_key = str(f.attrs["screen_key"])
         screen = [f[name][()] for name in SCREEN_SETS]
-        repair_key = str(f.attrs["repair_key"])
-        repair = [f[name][()] for name in REPAIR_SETS]
         check_sha256(self.path, f.attrs.get("sha256"),
-                     _content_hash(f.attrs["settings"], runs_text, members, sizes, edges, *screen, *repair,
-                                   recorded=recorded, screen_key=screen_key + repair_key))
+                     _content_hash(f.attrs["settings"], runs_text, members, sizes, edges, *screen,
+                                   recorded=recorded, screen_key=screen_key))
         if len(sizes):  # the clusters in their own order: member runs index variables within them
             self.clusters = np.split(members, np.cumsum(sizes)[:-1])
         for row in json.loads(runs_text):
             lo, mid, hi = row.pop("edges")
             directed = None if row["status"] != "ok" else edges[lo:mid].reshape(-1, 2)
             undirected = None if row["status"] != "ok" else edges[mid:hi].reshape(-1, 2)
-            c, k = row.pop("cluster"), row.pop("member")
-            self.runs[c, k] = MemberRun(row["spec"], row["status"], directed, undirected, row["bic"], row["seconds"],
-                                        row.get("error"))
+            run = MemberRun(row["spec"], row["status"], directed, undirected, row["bic"], row["seconds"],
+                            row.get("error"))
+            if "step" in row:
+                self.steps[row["step"], row["index"]] = run
+            else:
+                self.runs[row["cluster"], row["member"]] = run
         self.recorded = recorded
-        self.repair_key = repair_key
-        counts, edges, spent = repair
-        bounds = np.cumsum(counts)[:-1]
-        self.repaired = [(d.reshape(-1, 2), u.reshape(-1, 2), float(t)) for d, u, t in
-                         zip(np.split(edges, bounds)[0::2], np.split(edges, bounds)[1::2], spent)]
         if screen:
             blocks, tested, counts, pairs, pvals = screen
             bounds = np.cumsum(counts)[:-1]
             self.screen_key = screen_key
             self.screened = {int(b): (fp, pv, int(t)) for b, t, fp, pv in
                              zip(blocks, tested, np.split(pairs.reshape(-1, 2), bounds), np.split(pvals, bounds))}
-
-    def repaired_under(self, key: str) -> list[Repaired]:
-        """Repair rounds kept for these repair settings; other settings drop them (the repair starts afresh)."""
-        if key != self.repair_key:
-            self.repair_key, self.repaired = key, []
-        return list(self.repaired)
-
-    def put_repaired(self, key: str, result: Repaired) -> None:
-        self.repaired_under(key)
-        self.repaired.append(result)
-        self.save()
 
     def screened_under(self, key: str) -> dict[int, Screened]:
         """Screened blocks kept for these fusion settings; other settings drop them (screening starts afresh)."""
@@ -154,17 +138,26 @@ class RunCheckpoint:
         self.recorded += 1
         self.save()
 
+    def put_step(self, step: str, index: int, run: MemberRun) -> None:
+        """A step after fusion's result (a repair round, a polish search, ...); each step's results carry the spec
+        of the search that made them, so a resumed run reuses one only for the same search."""
+        self.steps[step, index] = run
+        self.recorded += 1
+        self.save()
+
     def save(self) -> None:
         clusters = self.clusters or []
         members = np.concatenate(clusters).astype(np.int64) if clusters else np.empty(0, dtype=np.int64)
         sizes = np.array([len(c) for c in clusters], dtype=np.int64)
         rows, parts, at = [], [], 0
-        for (c, k), run in sorted(self.runs.items()):
+        keyed = [({"cluster": c, "member": k}, run) for (c, k), run in sorted(self.runs.items())]
+        keyed += [({"step": name, "index": i}, run) for (name, i), run in sorted(self.steps.items())]
+        for key, run in keyed:
             d = np.empty((0, 2), dtype=np.int64) if run.directed is None else np.asarray(run.directed, dtype=np.int64)
             u = np.empty((0, 2), dtype=np.int64) if run.undirected is None else np.asarray(run.undirected,
                                                                                             dtype=np.int64)
             parts += [d.ravel(), u.ravel()]
-            rows.append({"cluster": c, "member": k, "spec": run.spec, "status": run.status, "bic": run.bic,
+            rows.append({**key, "spec": run.spec, "status": run.status, "bic": run.bic,
                          "seconds": run.seconds, "error": run.error, "edges": [at, at + d.size, at + d.size + u.size]})
             at += d.size + u.size
         edges = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
@@ -178,19 +171,15 @@ class RunCheckpoint:
                   np.concatenate([np.asarray(self.screened[b][1], dtype=np.float64) for b in blocks]
                                  or [np.empty(0)])]
         screen_key = self.screen_key or ""
-        halves = [np.asarray(a, dtype=np.int64).ravel() for d, u, _ in self.repaired for a in (d, u)]
-        repair = [np.array([len(h) for h in halves], dtype=np.int64),
-                  np.concatenate(halves or [np.empty(0, dtype=np.int64)]),
-                  np.array([t for _, _, t in self.repaired], dtype=np.float64)]
         attrs = {"format": STORE.tag, "version": STORE.version, "settings": settings, "recorded": self.recorded,
-                 "screen_key": screen_key, "repair_key": self.repair_key,
-                 "sha256": _content_hash(settings, runs, members, sizes, edges, *screen, *repair,
-                                         recorded=self.recorded, screen_key=screen_key + self.repair_key)}
+                 "screen_key": screen_key,
+                 "sha256": _content_hash(settings, runs, members, sizes, edges, *screen,
+                                         recorded=self.recorded, screen_key=screen_key)}
         with writing(self.path, attrs) as f:
             f.create_dataset("runs", data=runs.encode())  # a dataset: attributes stop at 64 kB
             f.create_dataset("cluster_members", data=members)
             f.create_dataset("cluster_sizes", data=sizes)
             f.create_dataset("edges", data=edges)
-            for name, data in zip(SCREEN_SETS + REPAIR_SETS, screen + repair):
+            for name, data in zip(SCREEN_SETS, screen):
                 f.create_dataset(name, data=data)
         self._saved_at, self._dirty = time.monotonic(), False

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from hpc.checks import check_number
 from hpc.errors import PsleError
+from hpc.graphs.pdag import PDAG
 from hpc.pef.neighbours import Near, nearest, similarity_graph
 
 
@@ -86,6 +87,14 @@ def cluster_labels(clusters: list[np.ndarray], p: int) -> np.ndarray:
     for c, idx in enumerate(clusters):
         labels[idx] = c
     return labels
+
+
+def crossing_share(graph: PDAG, clusters: list[np.ndarray]) -> float:
+    """The share of `graph`'s edges whose ends lie in two of `clusters`: low where the grouping found blocks,
+    high where the graph has none and the cuts went through it."""
+    where = cluster_labels(clusters, graph.p)
+    ends = np.concatenate([graph.directed, graph.undirected])
+    return float(np.mean(where[ends[:, 0]] != where[ends[:, 1]])) if len(ends) else 0.0
 
 
 def context_variables(z: np.ndarray, cluster: np.ndarray, count: int) -> np.ndarray:

@@ -26,8 +26,7 @@ from hpc.graphs.order import canonical_columns, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.graphs.knowledge import Knowledge
-from hpc.learners.ensemble import (MemberRun, best_run, check_knowledge, check_members, check_wall_limit, remaining,
-                                   run_member)
+from hpc.learners.ensemble import MemberRun, best_run, check_knowledge, check_members, check_wall_limit, run_member
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, fuse
@@ -35,13 +34,8 @@ from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.neighbours import Near, nearest
 from hpc.pef.partition import PartitionConfig, context_variables, partition, standardize
-from hpc.pef.repair import (GUARD_FACTOR, GUARD_FLOOR, POST_FACTOR, POST_FLOOR, Block, RepairConfig, block_search,
-                             candidate_pairs, changes, join_blocks, repair_blocks, repair_search)
-from hpc.pef.polish import CHECKPOINT_CLUSTER, RECUT_CLUSTER, communities, join_parents, polish_blocks, polish_search
-from hpc.pef.sweep import CHECKPOINT_KEY as SWEEP_KEY
-from hpc.pef.sweep import fingerprint
-from hpc.pef.rival import (CHECKPOINT_KEY, POLISH_CLUSTER, RIVAL, crossing_share, judged, outcome, rival_graph,
-                            rival_limit, run_rival)
+from hpc.pef.step import Chain, Step, WallLimitHit, run_chain
+from hpc.pef.steps import NAMES, default_steps
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.selector import Selector, extrapolation_note, load_selector
@@ -54,15 +48,6 @@ SELECTIONS = ("all", "predicted")
 RUNAWAY_FLOOR = 900.0
 #: Default runaway factor: on the records the chosen member took at most 14 times its prediction.
 RUNAWAY = 20.0
-
-
-#: Why a step after fusion was cut, for its notes.
-GUARD_TEXT = (f"its guard: {GUARD_FACTOR:g}x the estimation's seconds, at least {GUARD_FLOOR:g} s, within the "
-              f"steps after fusion's {POST_FACTOR:g}x, at least {POST_FLOOR:g} s")
-
-
-class WallLimitHit(Exception):
-    """The whole run's wall limit passed; raised between fusion's screening blocks."""
 
 
 def screener(executor, deadline: float | None = None, memory: RunCheckpoint | None = None) -> Callable:
@@ -93,152 +78,6 @@ def screener(executor, deadline: float | None = None, memory: RunCheckpoint | No
     return screen
 
 
-def changes_note(label: str, account: dict) -> str:
-    """A step's progress line: the edges it added, removed and reoriented."""
-    return f"{label}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in account.items() if k.startswith("edges"))
-
-
-def repair(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
-           deadline: float | None, memory: RunCheckpoint | None, show: Progress, key: str,
-           until: float | None = None, knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
-    """Up to `config.repair_rounds` rounds of the repair on `executor`'s workers (hpc.pef.repair), until a
-    round changes nothing or the wall clock passes `until` in every block of one (then the last finished
-    round's graph stands; a block cut alone keeps its start graph); each round is kept in the checkpoint under
-    `key` (the fusion and repair settings). Returns the repaired CPDAG and its account (what changed,
-    seconds)."""
-    done = [] if memory is None else memory.repaired_under(key)
-    if done:
-        show.note(f"resuming the repair: {len(done)} round{'s' * (len(done) != 1)} already done")
-    states = [graph, *(graph.with_edges(d, u) for d, u, _ in done)]
-    rounds = [{"round": r + 1, "seconds": round(float(t), 3), "resumed": True} for r, (_, _, t) in enumerate(done)]
-    data = executor.scatter(z)
-    cores = repair_blocks(clusters, graph, config.repair_block)
-    while len(states) <= config.repair_rounds and (len(states) < 2 or states[-1] != states[-2]):
-        pairs = candidate_pairs(states[-1])
-        blocks = [block_search(states[-1], pairs, core) for core in cores]
-        show.note(f"repair: round {len(states)} (at most {config.repair_rounds}) over all {graph.p} variables "
-                  f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
-        begin = time.perf_counter()
-        threads = executor.task_threads(len(blocks))
-        results: list = [None] * len(blocks)
-        known = [None if knowledge is None else knowledge.indexed([graph.variables[c] for c in block.columns])
-                 for block in blocks]
-        for b, result in executor.run(repair_search, [(data, block, config.repair_penalty, threads, until, k)
-                                                       for block, k in zip(blocks, known)]):
-            results[b] = result
-        if any(r is None for r in results) and deadline is not None and time.time() >= deadline:
-            raise WallLimitHit
-        cut = sum(r is None for r in results)
-        if cut == len(blocks):
-            spent = time.perf_counter() - begin
-            show.note(f"repair: round {len(states)} cut after {spent:.0f} s ({GUARD_TEXT}); round "
-                      f"{len(states) - 1}'s graph stands")
-            rounds.append({"round": len(states), "cut_after_seconds": round(spent, 1)})
-            break
-        states.append(join_blocks(states[-1], blocks, results))
-        spent = time.perf_counter() - begin
-        if memory is not None:
-            memory.put_repaired(key, (states[-1].directed, states[-1].undirected, spent))
-        rounds.append({"round": len(states) - 1, "blocks": len(blocks), "candidate_pairs": int(len(pairs)),
-                       "seconds": round(spent, 3), **({"blocks_cut": cut} if cut else {})})
-        if cut:
-            show.note(f"repair: {cut} of {len(blocks)} blocks cut after {spent:.0f} s ({GUARD_TEXT}); they keep "
-                      "their start graph")
-    account = changes(graph, states[-1])
-    show.note(changes_note("repair", account))
-    return states[-1], {**account, "penalty": config.repair_penalty, "rounds": rounds}
-
-
-def polish(z: np.ndarray, graph: PDAG, clusters: list[np.ndarray], config: RepairConfig, executor,
-           deadline: float | None, memory: RunCheckpoint | None, show: Progress, until: float | None,
-           key: int = CHECKPOINT_CLUSTER, label: str = "polish",
-           knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
-    """BOSS over each cluster and its Markov blanket on `executor`'s workers (hpc.pef.polish), for searches of
-    at most `config.polish_upto` variables, each cut when the wall clock passes `until` (it then keeps the
-    repaired parents), each as `knowledge` allows. Each finished search is kept in the checkpoint under (`key`,
-    search); `label` heads the progress lines. Returns the polished CPDAG and its account."""
-    blocks = polish_blocks(graph, clusters, config.polish_upto)
-    specs = [{"method": "boss-polish", "penalty": config.repair_penalty, "search": b.fingerprint()} for b in blocks]
-    results: list[np.ndarray | None] = [None] * len(blocks)
-    todo, resumed = [], 0
-    for b, block in enumerate(blocks):
-        stored = None if memory is None else memory.runs.get((key, b))
-        if stored is not None and stored.spec == specs[b]:
-            results[b], resumed = stored.directed, resumed + 1
-        elif len(block.columns) <= config.polish_upto:
-            todo.append(b)
-    todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
-    sizes = sorted(len(block.columns) for block in blocks)
-    show.note(f"{label}: BOSS over {len(todo)} of {len(blocks)} parts of {len(clusters)} clusters with their Markov "
-              f"blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.polish_upto} run)"
-              + (f"; {resumed} already in the checkpoint" if resumed else ""))
-    begin = time.perf_counter()
-    data = executor.scatter(z)
-    threads = executor.task_threads(len(todo))
-    tasks = [(data, blocks[b], config.repair_penalty, threads, until,
-              None if knowledge is None else knowledge.indexed([graph.variables[c] for c in blocks[b].columns]))
-             for b in todo]
-    for done, (t, result) in enumerate(executor.run(polish_search, tasks), 1):
-        results[todo[t]] = result
-        if memory is not None and result is not None:
-            memory.put(key, todo[t], MemberRun(specs[todo[t]], OK, result, np.empty((0, 2), np.int64), None,
-                                               time.perf_counter() - begin))
-        show(f"{label}: searches", done, len(todo))
-    cut = sum(results[b] is None for b in todo)
-    if cut and deadline is not None and time.time() >= deadline:
-        raise WallLimitHit
-    polished, fixed = join_parents(graph, blocks, results), 0
-    if knowledge is not None:  # a cross-cluster edge reversed to break a cycle may go against the knowledge
-        polished, fixed = knowledge.kept(polished)
-    seconds = time.perf_counter() - begin
-    account = {**changes(graph, polished), "searches": len(todo) + resumed, "clusters": len(clusters),
-               "parts": len(blocks), "largest_search": sizes[-1], "seconds": round(seconds, 3),
-               **({"resumed": resumed} if resumed else {}),
-               **({"cut_after_seconds": round(seconds, 1), "searches_cut": cut} if cut else {}),
-               **({"knowledge_fixed": fixed} if knowledge is not None else {})}
-    show.note(changes_note(label, account))
-    return polished, account
-
-
-def sweep(z: np.ndarray, graph: PDAG, penalty: float, executor, deadline: float | None,
-          memory: RunCheckpoint | None, show: Progress, until: float | None,
-          knowledge: Knowledge | None = None) -> tuple[PDAG, dict]:
-    """One fGES over every pair of `graph`'s variables, started from it, on one of `executor`'s workers
-    (hpc.pef.sweep), cut when the wall clock passes `until` (then `graph` stands); its result is kept in the
-    checkpoint.
-    Returns the swept CPDAG and its account."""
-    begin = time.perf_counter()
-    spec = {"method": "fges-sweep", "penalty": penalty, "start": fingerprint(graph)}
-    stored = None if memory is None else memory.runs.get(SWEEP_KEY)
-    resumed = stored is not None and stored.spec == spec
-    if resumed:
-        show.note("resuming: the sweep's result is in the checkpoint")
-        result = (stored.directed, stored.undirected)
-    else:
-        show.note(f"sweep: one fGES over every pair of the {graph.p} variables from the graph so far "
-                  f"(penalty {penalty:g}{'' if until is None else f', at most {until - time.time():.0f} s'})")
-        whole = Block(np.arange(graph.p), graph.p, graph.directed, graph.undirected, None)  # no bound on pairs
-        task = (executor.scatter(z), whole, penalty, executor.task_threads(1), until,
-                None if knowledge is None else knowledge.indexed(list(graph.variables)))
-        found = next(iter(executor.run(repair_search, [task])))[1]
-        if found is None:
-            if deadline is not None and time.time() >= deadline:
-                raise WallLimitHit
-            spent = time.perf_counter() - begin
-            show.note(f"sweep: cut after {spent:.0f} s ({GUARD_TEXT}); the graph before it stands")
-            return graph, {"cut_after_seconds": round(spent, 1)}
-        result = found
-        if memory is not None:
-            memory.put(*SWEEP_KEY, MemberRun(spec, OK, result[0], result[1], None, time.perf_counter() - begin))
-    swept, fixed = graph.with_edges(*result), 0
-    if knowledge is not None:
-        swept, fixed = knowledge.kept(swept)
-    account = {**changes(graph, swept), "penalty": penalty, "seconds": round(time.perf_counter() - begin, 3),
-               **({"resumed": True} if resumed else {}), **({"knowledge_fixed": fixed} if knowledge is not None else {})}
-    show.note(changes_note("sweep", account))
-    return swept, account
-
-
 def lost_status(lost: list[str]) -> str:
     """The fit's status from the runs of clusters that got no graph: any failure outranks timeouts."""
     if not lost:
@@ -247,7 +86,7 @@ def lost_status(lost: list[str]) -> str:
 
 
 #: The steps a fit times, in order (`seconds_`; selection only with per-cluster selection).
-STEPS = ("partition", "selection", "estimation", "fusion", "repair", "polish", "rival", "sweep", "recut")
+STEPS = ("partition", "selection", "estimation", "fusion", *NAMES)
 
 
 @dataclass
@@ -263,29 +102,9 @@ class FitRun:
     places: dict[str, dict[str, int]] = field(default_factory=dict)  # step -> tasks per place (SLURM worker jobs)
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # step -> (start, end) wall clock
     task_seconds: dict[str, float] = field(default_factory=dict)  # step -> seconds its tasks took on the workers
-    post_end: float | None = None  # wall clock when the steps after fusion's shared budget runs out
 
     def expired(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
-
-    def step_end(self) -> float:
-        """The wall clock at which a step after fusion starting now is cut (hpc.pef.repair's guards): GUARD_FACTOR
-        times the estimation's seconds (at least GUARD_FLOOR) from now, within the budget all these steps share
-        from the first one's start (POST_FACTOR times, at least POST_FLOOR; a resumed run starts it again), and
-        before the run's deadline."""
-        now, estimation = time.time(), self.seconds.get("estimation", 0.0)
-        if self.post_end is None:
-            self.post_end = now + max(POST_FLOOR, POST_FACTOR * estimation)
-        end = min(now + max(GUARD_FLOOR, GUARD_FACTOR * estimation), self.post_end)
-        return end if self.deadline is None else min(end, self.deadline)
-
-    def spent(self, step: str) -> dict[str, str] | None:
-        """The account of `step` when the steps after fusion have used their budget (it is then skipped)."""
-        if self.post_end is None or self.post_end - time.time() >= 1.0:
-            return None
-        self.show.note(f"{step}: skipped, the steps after fusion used their budget ({POST_FACTOR:g}x the "
-                       f"estimation's seconds, at least {POST_FLOOR:g} s)")
-        return {"skipped": "the steps after fusion used their budget"}
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -373,10 +192,11 @@ class PEF:
                  partition: PartitionConfig = PartitionConfig(), fusion: FusionConfig = FusionConfig(),
                  executor=None, progress: bool = True, wall_limit: float | None = None, selection: str = "all",
                  selector: Selector | str | None = None, top_k: int = 1, checkpoint: str | None = None,
-                 runaway: float = RUNAWAY, repair: RepairConfig = RepairConfig(), knowledge: Knowledge | None = None):
+                 runaway: float = RUNAWAY, steps: tuple[Step, ...] | None = None, knowledge: Knowledge | None = None):
         self.members, self.time_limit, self.wall_limit = members, time_limit, wall_limit
         self.knowledge = knowledge
-        self.partition, self.fusion, self.repair = partition, fusion, repair
+        self.partition, self.fusion = partition, fusion
+        self.steps = default_steps() if steps is None else steps
         self.executor, self.progress, self.checkpoint = executor, progress, checkpoint
         self.selection, self.selector, self.top_k, self.runaway = selection, selector, top_k, runaway
 
@@ -402,7 +222,8 @@ class PEF:
         check_wall_limit(self.wall_limit, "PEF")
         self.partition.validate()
         self.fusion.validate()
-        self.repair.validate()
+        for step in self.steps:
+            step.config.validate()
 
     def ensemble(self) -> list[dict[str, Any]]:
         """The members that run: `members`, or with per-cluster selection and no members the selector's portfolio."""
@@ -477,8 +298,9 @@ class PEF:
                    "records" if others else ""))
 
     def fit(self, x: np.ndarray, variables: tuple[str, ...] | list[str] | None = None) -> PEF:
-        """partition -> plan (which members run where) -> estimate -> fuse -> repair -> polish -> rival -> sweep ->
-        recut; `graph_` stays None when a cluster lost every member or the wall limit passed (`status_` says which)."""
+        """partition -> plan (which members run where) -> estimate -> fuse -> each step after fusion
+        (hpc.pef.steps); `graph_` stays None when a cluster lost every member or the wall limit passed (`status_`
+        says which)."""
         self.validate()
         self.members_ = self.ensemble()
         x, user_variables = as_learnable(x, variables)
@@ -494,16 +316,18 @@ class PEF:
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
         expired = run.expired()  # then one note, not a warning per run
         union = self._union(variables, clusters, searched, estimation, expired)
-        self.dag_ = self.graph_ = self.fusion_stats_ = self.repair_ = self.polish_ = self.rival_ = self.sweep_ = self.recut_ = None
+        self.dag_ = self.graph_ = self.fusion_stats_ = None
+        self.steps_: dict[str, dict[str, Any] | None] = {step.name: None for step in self.steps}
         z = standardize(x, np.float64)
         try:
             if not expired:
                 self._fuse_step(z, union, clusters, run)
-                self._repair_step(z, clusters, run)
-                self._polish_step(z, clusters, run)
-                self._rival_step(x, z, variables, clusters, run)
-                self._sweep_step(z, clusters, run)
-                self._recut_step(z, clusters, run)
+                if self.graph_ is not None:
+                    chain = Chain(x, z, self.graph_, clusters, run.executor, run.show, run.deadline, self._known(),
+                                  run.memory, canonical(asdict(self.fusion)))
+                    self.steps_ = run_chain(self.steps, chain, run.timed)
+                    if chain.graph is not self.graph_:
+                        self.graph_, self.dag_ = chain.graph, pdag_to_dag(chain.graph, strict=False)
         except WallLimitHit:
             expired = True
         if expired:
@@ -629,127 +453,6 @@ class PEF:
             if known is not None:
                 self.graph_ = known.oriented(self.graph_)
 
-    def _repair_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
-        """The repair after fusion (hpc.pef.repair), guarded by the estimation's seconds."""
-        if not self.repair.repair_rounds or self.graph_ is None or len(clusters) == 1:
-            return
-        with run.timed("repair"):
-            known = self._known()
-            self.graph_, self.repair_ = repair(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
-                                               run.memory, run.show,
-                                               canonical([asdict(self.fusion), asdict(self.repair)]), run.step_end(),
-                                               known)
-            if known is not None:  # blocks' joins may turn an edge round against the knowledge: put it right
-                self.graph_, self.repair_["knowledge_fixed"] = known.kept(self.graph_)
-            self.dag_ = pdag_to_dag(self.graph_, strict=False)
-
-    def _polish_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
-        """BOSS over each cluster and its Markov blanket after the repair (hpc.pef.polish), guarded like it."""
-        if not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
-            return
-        if (spent := run.spent("polish")) is not None:
-            self.polish_ = spent
-            return
-        with run.timed("polish"):
-            self.graph_, self.polish_ = polish(z, self.graph_, clusters, self.repair, run.executor, run.deadline,
-                                               run.memory, run.show, run.step_end(), knowledge=self._known())
-            self.dag_ = pdag_to_dag(self.graph_, strict=False)
-
-    def _rival_step(self, x: np.ndarray, z: np.ndarray, variables: tuple[str, ...], clusters: list[np.ndarray],
-                    run: FitRun) -> None:
-        """Up to `repair.rival_upto` variables, one whole-problem fGES as a rival, polished over the same
-        clusters as PEF's graph (so both are judged as finished graphs); the higher BIC stands
-        (hpc.pef.rival). Its run and its polish's searches are kept in the checkpoint."""
-        if self.graph_ is None or len(clusters) == 1 or x.shape[1] > self.repair.rival_upto:
-            return
-        share = crossing_share(self.graph_, clusters)
-        if share < self.repair.rival_crossing:
-            self.rival_ = {"kept": "pef", "crossing": round(share, 3),
-                           "skipped": f"{share:.0%} of PEF's edges join two clusters, under rival_crossing "
-                                      f"{self.repair.rival_crossing:g}: the partition found blocks"}
-            run.show.note(f"rival: {outcome(self.rival_)}")
-            return
-        if (spent := run.spent("rival")) is not None:
-            self.rival_ = {"kept": "pef", "crossing": round(share, 3), **spent}
-            return
-        with run.timed("rival"):
-            cov = covariance(x)
-            result = self._rival_run(cov, variables, run)
-            other, polished = rival_graph(result, self.graph_.variables), None
-            if other is not None and self.repair.polish_upto:
-                other, polished = polish(z, other, clusters, self.repair, run.executor, run.deadline, run.memory,
-                                         run.show, run.step_end(), POLISH_CLUSTER, "rival's polish", self._known())
-            self.graph_, self.rival_ = judged(self.graph_, other, result, cov, run.n)
-            self.rival_["crossing"] = round(share, 3)
-            if polished is not None:
-                self.rival_["polish"] = polished
-            if self.rival_["kept"] == "rival":
-                self.dag_ = pdag_to_dag(self.graph_, strict=False)
-            run.show.note(f"rival: {outcome(self.rival_)}")
-
-    def _sweep_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
-        """Up to `repair.sweep_upto` variables, one fGES over every pair from the graph so far (hpc.pef.sweep)."""
-        if not self.repair.sweep_upto or self.graph_ is None or len(clusters) == 1 or z.shape[1] > self.repair.sweep_upto:
-            return
-        if (spent := run.spent("sweep")) is not None:
-            self.sweep_ = spent
-            return
-        with run.timed("sweep"):
-            swept, self.sweep_ = sweep(z, self.graph_, self.repair.sweep_penalty, run.executor, run.deadline,
-                                       run.memory, run.show, run.step_end(), self._known())
-            if swept is not self.graph_:
-                self.graph_, self.dag_ = swept, pdag_to_dag(swept, strict=False)
-
-    def _recut_step(self, z: np.ndarray, clusters: list[np.ndarray], run: FitRun) -> None:
-        """`repair.recut_passes` more polish passes, each over the communities of the graph so far
-        (hpc.pef.polish.communities) instead of PEF's clusters, so that no seam stays a seam; only where the
-        communities are blocks (under `repair.recut_crossing` of the edges join two), since a search over a
-        small core with a large blanket fits the blanket's variables without their own parents."""
-        if not self.repair.recut_passes or not self.repair.polish_upto or self.graph_ is None or len(clusters) == 1:
-            return
-        with run.timed("recut"):
-            before, passes, spent = self.graph_, [], None
-            for r in range(self.repair.recut_passes):
-                if (spent := run.spent(f"recut {r + 1}")) is not None:
-                    break
-                cut = communities(self.graph_)
-                share = crossing_share(self.graph_, cut)
-                if share >= self.repair.recut_crossing:
-                    self.recut_ = {"crossing": round(share, 3), "skipped": f"{share:.0%} of the edges join two of "
-                                   f"the graph's {len(cut)} communities, not under recut_crossing "
-                                   f"{self.repair.recut_crossing:g}: it has no blocks"}
-                    break
-                start = self.graph_
-                self.graph_, account = polish(z, start, cut, self.repair, run.executor, run.deadline, run.memory,
-                                              run.show, run.step_end(), RECUT_CLUSTER - r, f"recut {r + 1}",
-                                              self._known())
-                passes.append({**account, "crossing": round(share, 3)})
-                if self.graph_ == start:
-                    break  # another pass would search the same communities from the same graph
-            if passes:
-                self.recut_ = {**changes(before, self.graph_), "passes": passes, **(spent or {})}
-                self.dag_ = pdag_to_dag(self.graph_, strict=False)
-            elif spent is not None:
-                self.recut_ = spent
-            else:
-                run.show.note(f"recut: not run ({self.recut_['skipped']})")
-
-    def _rival_run(self, cov: np.ndarray, variables: tuple[str, ...], run: FitRun) -> MemberRun:
-        """The rival's fGES run, from the checkpoint when it is there."""
-        stored = None if run.memory is None else run.memory.runs.get(CHECKPOINT_KEY)
-        if stored is not None and stored.spec == RIVAL:
-            run.show.note("resuming: the whole-problem rival's run is in the checkpoint")
-            return stored
-        spent = sum(r.seconds for runs in self.cluster_runs_ for r in runs if r is not None)
-        limit = remaining(rival_limit(spent + sum(r.get("seconds", 0.0) for r in (self.repair_ or {}).get("rounds", []))),
-                          run.step_end())
-        run.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {len(variables)} variables, "
-                      f"at most {limit:.0f} s (rival_upto={self.repair.rival_upto})")
-        result = run_rival(run.executor, cov, run.n, variables, limit, run.deadline, self._known())
-        if run.memory is not None:
-            run.memory.put(*CHECKPOINT_KEY, result)
-        return result
-
     def result_meta(self) -> dict[str, Any]:
         return {
             "members": self.members_,
@@ -765,11 +468,7 @@ class PEF:
                          for idx, w, runs, sel in zip(self.clusters_, self.winners_, self.cluster_runs_,
                                                       self.selections_)],
             "fusion": None if self.fusion_stats_ is None else self.fusion_stats_.as_dict(),
-            "repair": self.repair_,
-            "polish": self.polish_,
-            "rival": self.rival_,
-            "sweep": self.sweep_,
-            "recut": self.recut_,
+            **self.steps_,
             **({"placements": self.placements_} if self.placements_ else {}),  # step -> tasks per SLURM worker job
             "resumed_runs": self.resumed_runs_,  # member runs taken from a checkpoint, not computed in this run
             "seconds": {k: round(v, 3) for k, v in self.seconds_.items()},

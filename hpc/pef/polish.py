@@ -21,23 +21,39 @@ blanket, 260.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
 import numpy as np
 
+from hpc.checks import check_number
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
-from hpc.pef.repair import acyclic_union, candidate_pairs
+from hpc.learners.ensemble import MemberRun
+from hpc.pef.repair import acyclic_union, candidate_pairs, changes
+from hpc.pef.step import Chain, Step, StepMemory, searches
 
 #: The polish's runner in the JVM worker (hpc.learners.tetrad).
 RUNNER = "hpc.learners.tetrad:run_boss_bounded"
-#: Where a checkpoint keeps the polish of cluster b: (CHECKPOINT_CLUSTER, b); member runs use clusters from 0.
-CHECKPOINT_CLUSTER = -2
-#: ... and the recut's pass r, search b: (RECUT_CLUSTER - r, b).
-RECUT_CLUSTER = -10
+
+
+@dataclass(frozen=True)
+class PolishConfig:
+    # Searches of at most this many variables (a cluster whose search would be larger is searched in parts); 0 =
+    # no polish. A search's time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at
+    # 1,000 variables, 250 was as accurate as 500 (er, Alarm) or more (hub) at half the seconds, and 150 less
+    # accurate (BENCHMARKS.md, "A BOSS polish per cluster").
+    upto: int = 250
+    # BOSS's BIC penalty discount (Tetrad's documented default, the repair's).
+    penalty: float = 2.0
+
+    def validate(self) -> None:
+        check_number("polish.upto", self.upto, 0, 10_000_000, integer=True)
+        check_number("polish.penalty", self.penalty, 1.0, 1000.0)
 
 
 @dataclass(frozen=True)
@@ -190,8 +206,8 @@ def communities(graph: PDAG, seed: int = 0) -> list[np.ndarray]:
 def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int, until: float | None,
                   knowledge: dict | None = None) -> np.ndarray | None:
     """One block's BOSS in this process's JVM worker (a dask task), with the `knowledge` about its columns
-    (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the wall clock passed `until`
-    (`time.time()`, the same on every worker whenever the task starts) first."""
+    (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the user's wall limit `until`
+    (`time.time()`, the same on every worker whenever the task starts) passed first."""
     from hpc.learners.ensemble import remaining
     from hpc.learners.worker import call_within
 
@@ -199,3 +215,51 @@ def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: in
                                 "order": block.order, "pairs": block.pairs, "threads": threads,
                                 **({"knowledge": knowledge} if knowledge else {})},
                        remaining(None, until))
+
+
+def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: PolishConfig, memory: StepMemory,
+                 label: str) -> tuple[PDAG, dict[str, Any]]:
+    """BOSS over each of `groups` (PEF's clusters, or another grouping of the variables) and its Markov blanket
+    in `graph`, on the chain's workers, in searches of at most `config.upto` variables; each finished search is
+    kept in `memory` by its index. The polished CPDAG and its account."""
+    blocks = polish_blocks(graph, groups, config.upto)
+    specs = [{"method": "boss-polish", "penalty": config.penalty, "search": b.fingerprint()} for b in blocks]
+    results: list[np.ndarray | None] = [None] * len(blocks)
+    todo, resumed = [], 0
+    for b, block in enumerate(blocks):
+        stored = memory.get(b, specs[b])
+        if stored is not None:
+            results[b], resumed = stored.directed, resumed + 1
+        elif len(block.columns) <= config.upto:
+            todo.append(b)
+    todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
+    sizes = sorted(len(block.columns) for block in blocks)
+    chain.show.note(f"{label}: BOSS over {len(todo)} of {len(blocks)} parts of {len(groups)} groups with their "
+                    f"Markov blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.upto} run)"
+                    + (f"; {resumed} already in the checkpoint" if resumed else ""))
+    begin = time.perf_counter()
+    data = chain.executor.scatter(chain.z)
+    threads = chain.executor.task_threads(len(todo))
+    tasks = [(data, blocks[b], config.penalty, threads, chain.deadline, chain.indexed(blocks[b].columns))
+             for b in todo]
+    for done, (t, result) in enumerate(searches(chain, polish_search, tasks), 1):
+        results[todo[t]] = result
+        memory.put(todo[t], MemberRun(specs[todo[t]], "ok", result, np.empty((0, 2), np.int64), None,
+                                      time.perf_counter() - begin))
+        chain.show(f"{label}: searches", done, len(todo))
+    polished = join_parents(graph, blocks, results)
+    return polished, {**changes(graph, polished), "searches": len(todo) + resumed, "groups": len(groups),
+                      "parts": len(blocks), "largest_search": sizes[-1], **({"resumed": resumed} if resumed else {})}
+
+
+class Polish(Step):
+    """BOSS over each of PEF's clusters and its Markov blanket, after the repair."""
+
+    name, Config = "polish", PolishConfig
+    doc = "BOSS over each cluster and its Markov blanket, in searches of at most `upto` variables"
+
+    def enabled(self) -> bool:
+        return self.config.upto > 0
+
+    def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
+        return polish_graph(chain, chain.graph, chain.clusters, self.config, memory, self.name)

@@ -20,30 +20,25 @@ DAGs are joined, and a cross-block edge that would close a cycle is reversed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from hpc.checks import check_number
+from hpc.learners.ensemble import MemberRun
+from hpc.pef.step import Chain, Step, StepMemory, searches
+from hpc.store import canonical
 from hpc.graphs.equivalence import dag_to_cpdag, is_acyclic, pdag_to_dag, reaches
 from hpc.graphs.metrics import marks
 from hpc.graphs.pdag import PDAG, pair_keys
 
 #: The repair's runner in the JVM worker (hpc.learners.tetrad).
 RUNNER = "hpc.learners.tetrad:run_fges_bounded"
-#: A repair round may take GUARD_FACTOR times the estimation's seconds, and at least GUARD_FLOOR seconds;
-#: past that it is cut and the last finished round's graph is kept (the meta says so). On layered
-#: cascades (near-deterministic data, layer-1000) the first round ran over 10 minutes where the whole
-#: estimation took under one; on Alarm, er and sf a round took at most half the estimation's time.
-GUARD_FACTOR = 2.0
-GUARD_FLOOR = 300.0
-#: All steps after fusion (repair, polish, rival, sweep, recut) share one budget as well: POST_FACTOR times
-#: the estimation's seconds, at least POST_FLOOR seconds. With a guard per step alone, layer-1000 seed 0 ran
-#: past 27 minutes (each step, each of the rival's and the recut's passes, spent its own 300 s); on the
-#: families, Alarm up to 30,000 variables and Table VI's networks the steps took at most 1.9x the
-#: estimation's seconds, or under 520 s (sf-1000 seed 0, the closest), so the budget does not bind there.
-POST_FACTOR = 4.0
-POST_FLOOR = 600.0
+#: Threads of the steps' fGES searches: Tetrad's parallel fGES may break an exact score tie either way, by
+#: thread timing, so one thread gives the same graph under any load (a block's search is a task of its own).
+FGES_THREADS = 1
 #: Largest block one repair search covers; problems up to this size are repaired in one search. On
 #: Alarm-10000 seed 100 (tuning; no test seed) blocks of 500, 1,000 and 2,000 gave SHD 3,853, 3,847 and
 #: 3,850 with 49, 101 and 256 s of repair; on Alarm-1000 seed 100 blocks of 500 gave SHD 296 against 295
@@ -57,56 +52,17 @@ class RepairConfig:
     # paper's PEF, kept by the paper_* experiments). Tuned on Alarm-1000 and er-1000 seed 100 (no test
     # seed): Alarm stopped changing after 2 rounds (SHD 438 -> 295), er after 4 (735 -> 443 -> 416 -> 393
     # -> 391).
-    repair_rounds: int = 4
+    rounds: int = 4
     # The repair's BIC penalty discount (Tetrad's documented default); 2.0, 2.54 and 4.0 were within 20
     # SHD of each other on the same problems.
-    repair_penalty: float = 2.0
+    penalty: float = 2.0
     # Variables per repair search (the core of a block; its halo comes on top).
-    repair_block: int = MAX_BLOCK
-    # Up to this many variables, one whole-problem fGES runs after the polish as a rival, polished over the same
-    # clusters, and the graph with the higher BIC stands (hpc.pef.rival); 0 = never. 2000 is about where one
-    # whole fGES still takes as long as PEF.
-    rival_upto: int = 2000
-    # ... and only when at least this share of PEF's edges join two clusters. On seed 100 (tuning) the
-    # block-structured problems had 0.14-0.18 (Alarm, Hailfinder, ws, sbm), where BIC preferred the polished
-    # rival on two though it was less accurate, and er and hub 0.42-0.43, where the polished rival was better
-    # by 90-100 SHD; 0.3 is the middle of that gap (BENCHMARKS.md, "A whole-problem rival").
-    rival_crossing: float = 0.3
-    # After the repair, BOSS over each cluster and its Markov blanket (hpc.pef.polish), in searches of at most
-    # this many variables (a cluster whose search would be larger is searched in parts); 0 = never. A search's
-    # time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at 1,000 variables, 250
-    # was as accurate as 500 (er, Alarm) or more (hub) at half the seconds, and 150 less accurate. On the test
-    # seeds it gained on every family but Alarm-1000 (1 SHD behind 500), and it costs Asia-200 seed 0 five
-    # SHD (BENCHMARKS.md, "A BOSS polish per cluster" and "Column order").
-    polish_upto: int = 250
-    # After the polish (and the rival), this many more polish passes, each over the Louvain communities of the
-    # graph so far rather than PEF's clusters (hpc.pef.polish.communities), so the seams are searched from
-    # inside; 0 = none. On seed 100 (tuning, 1,000 variables) one pass took SHD 252 -> 235 on Alarm, 342 -> 328
-    # on Hailfinder, 582 -> 553 on ws, 296 -> 292 on sbm (1-5 s each) and 654 -> 512 on mosaic (74 s); a second
-    # took mosaic to 477 and ws to 542, and cost Alarm 4. On er and hub one pass cost 16 and 26 SHD.
-    recut_passes: int = 2
-    # ... and only while under this share of the graph's edges join two communities: 0.09-0.14 on the
-    # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
-    # true graphs, seed 100).
-    recut_crossing: float = 0.3
-    # Up to this many variables, the sweep (hpc.pef.sweep): one fGES over every pair, started from the graph
-    # after the rival, before the recut; 0 = never. At 1,000 variables it took 2-25 s on seed 100 (tuning).
-    sweep_upto: int = 2000
-    # The sweep's BIC penalty discount. On seed 100 (tuning) of Alarm, Hailfinder, ws, sbm, er, hub and mosaic
-    # at 1,000 variables (BENCHMARKS.md, "A sweep over every pair").
-    sweep_penalty: float = 3.0
+    block: int = MAX_BLOCK
 
     def validate(self) -> None:
-        check_number("repair_rounds", self.repair_rounds, 0, 20, integer=True)
-        check_number("repair_penalty", self.repair_penalty, 1.0, 1000.0)
-        check_number("repair_block", self.repair_block, 10, 10_000_000, integer=True)
-        check_number("rival_upto", self.rival_upto, 0, 10_000_000, integer=True)
-        check_number("rival_crossing", self.rival_crossing, 0.0, 1.0)
-        check_number("polish_upto", self.polish_upto, 0, 10_000_000, integer=True)
-        check_number("recut_passes", self.recut_passes, 0, 10, integer=True)
-        check_number("recut_crossing", self.recut_crossing, 0.0, 1.0)
-        check_number("sweep_upto", self.sweep_upto, 0, 10_000_000, integer=True)
-        check_number("sweep_penalty", self.sweep_penalty, 1.0, 1000.0)
+        check_number("repair.rounds", self.rounds, 0, 20, integer=True)
+        check_number("repair.penalty", self.penalty, 1.0, 1000.0)
+        check_number("repair.block", self.block, 10, 10_000_000, integer=True)
 
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
@@ -203,7 +159,7 @@ def block_search(graph: PDAG, pairs: np.ndarray, core: np.ndarray) -> Block:
 
 
 def join_blocks(graph: PDAG, blocks: list[Block], results: list[tuple[np.ndarray, np.ndarray] | None]) -> PDAG:
-    """The repaired CPDAG from the blocks' CPDAGs (a block cut by its guard keeps its start graph); one block's
+    """The repaired CPDAG from the blocks' CPDAGs (a block without a result keeps its start graph); one block's
     result is taken as it is."""
     if len(blocks) == 1 and results[0] is not None:
         return graph.with_edges(*results[0])
@@ -242,8 +198,8 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
 def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, until: float | None,
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
-    (hpc.graphs.knowledge's indexed form); None when the wall clock passed `until` (`time.time()`, the same
-    on every worker whenever the task starts) first."""
+    (hpc.graphs.knowledge's indexed form); None when the user's wall limit `until` (`time.time()`, the same
+    on every worker whenever the task starts) passed first."""
     from hpc.learners.ensemble import remaining
     from hpc.learners.worker import call_within
 
@@ -251,3 +207,46 @@ def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, unt
                                 "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
                                 "threads": threads, **({"knowledge": knowledge} if knowledge else {})},
                        remaining(None, until))
+
+
+class Repair(Step):
+    """Up to `rounds` rounds of bounded fGES over all variables (in blocks of the partition's clusters),
+    until a round changes nothing; each finished round is kept in the checkpoint."""
+
+    name, Config = "repair", RepairConfig
+    doc = "fGES over all variables from the fused graph, new edges only between pairs at most two steps apart"
+
+    def enabled(self) -> bool:
+        return self.config.rounds > 0
+
+    def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
+        graph, config = chain.graph, self.config
+        settings = canonical([chain.settings, asdict(config)])
+        states, rounds = [graph], []
+        while (stored := memory.get(len(states), {"method": "fges-repair", "settings": settings,
+                                                  "round": len(states)})) is not None:
+            states.append(graph.with_edges(stored.directed, stored.undirected))
+            rounds.append({"round": len(states) - 1, "seconds": round(stored.seconds, 3), "resumed": True})
+        if rounds:
+            chain.show.note(f"resuming the repair: {len(rounds)} round{'s' * (len(rounds) != 1)} already done")
+        data = chain.executor.scatter(chain.z)
+        cores = repair_blocks(chain.clusters, graph, config.block)
+        while len(states) <= config.rounds and (len(states) < 2 or states[-1] != states[-2]):
+            pairs = candidate_pairs(states[-1])
+            blocks = [block_search(states[-1], pairs, core) for core in cores]
+            chain.show.note(f"repair: round {len(states)} (at most {config.rounds}) over all {graph.p} variables "
+                            f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
+            begin = time.perf_counter()
+            results: list = [None] * len(blocks)
+            tasks = [(data, block, config.penalty, FGES_THREADS, chain.deadline, chain.indexed(block.columns))
+                     for block in blocks]
+            for b, result in searches(chain, repair_search, tasks):
+                results[b] = result
+            states.append(join_blocks(states[-1], blocks, results))
+            spent = time.perf_counter() - begin
+            memory.put(len(states) - 1, MemberRun({"method": "fges-repair", "settings": settings,
+                                                   "round": len(states) - 1}, "ok", states[-1].directed,
+                                                  states[-1].undirected, None, spent))
+            rounds.append({"round": len(states) - 1, "blocks": len(blocks), "candidate_pairs": int(len(pairs)),
+                           "seconds": round(spent, 3)})
+        return states[-1], {**changes(graph, states[-1]), "penalty": config.penalty, "rounds": rounds}

@@ -1,5 +1,5 @@
-"""PEF's last step on problems small enough and without block structure: one whole-problem search as a
-rival to PEF's graph, polished over the same clusters, and the graph with the higher BIC stands.
+"""PEF's step on problems without block structure: one whole-problem search as a rival to PEF's graph,
+polished over the same clusters, and the graph with the higher BIC stands.
 
 Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one whole
 fGES (faithfulness assumed) is more accurate than PEF, even after the repair and the polish. BOSS over
@@ -8,54 +8,53 @@ polished whole fGES was 90-100 SHD better than PEF on er and hub. BIC needs no t
 discount JUDGE_PENALTY it preferred the polished rival also on ws and Hailfinder, where it was 19-43
 SHD worse (at 1, 2.54, 4 and 6 too, on those two). What told the two kinds apart was the partition:
 on the block-structured problems 14-18 % of PEF's edges joined two clusters, on er and hub 42-43 %.
-So the rival runs only where that share reaches `rival_crossing`, and up to `rival_upto` variables,
-where a whole fGES takes about as long as PEF. It runs on a worker under a time limit (LIMIT_FACTOR
-times the seconds PEF's member runs and repair took, at least LIMIT_FLOOR; those seconds are in a
-checkpoint too, so a resumed run gives the rival the same limit), so where one whole search is much
-slower than PEF (scale-free hubs, layered cascades) it is cut and PEF's graph stands.
+So the rival runs only where that share reaches `crossing`, and up to `upto` variables.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from hpc.graphs.knowledge import Knowledge
+from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
-from hpc.learners.bic import bic
+from hpc.learners.bic import bic, covariance
 from hpc.learners.ensemble import MemberRun, run_member
-from hpc.learners.members import OK
-from hpc.pef.partition import cluster_labels
+from hpc.learners.members import OK, TIMED_OUT
+from hpc.pef.partition import crossing_share
+from hpc.pef.polish import PolishConfig, polish_graph
+from hpc.pef.repair import FGES_THREADS, changes
+from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit
 
 #: The rival: fGES with faithfulness at the learned ensemble's winning penalty (λ 2.54, at most 91 parents),
 #: the whole-problem baseline of BENCHMARKS.md.
 RIVAL: dict[str, Any] = {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True}
 #: The BIC penalty discount the two graphs are judged by (Tetrad's documented default, the repair's).
 JUDGE_PENALTY = 2.0
-LIMIT_FACTOR = 2.0
-LIMIT_FLOOR = 60.0
-#: Where a checkpoint keeps the rival's run (member runs use cluster indices from 0), and its polish's
-#: searches: (POLISH_CLUSTER, search); PEF's own polish uses hpc.pef.polish.CHECKPOINT_CLUSTER.
-CHECKPOINT_KEY = (-1, 0)
-POLISH_CLUSTER = -3
 
 
-def crossing_share(graph: PDAG, clusters: list[np.ndarray]) -> float:
-    """The share of `graph`'s edges whose ends lie in two clusters: low where the partition found blocks
-    that PEF searched well, high where the graph has none and the cuts went through it."""
-    where = cluster_labels(clusters, graph.p)
-    ends = np.concatenate([graph.directed, graph.undirected])
-    return float(np.mean(where[ends[:, 0]] != where[ends[:, 1]])) if len(ends) else 0.0
+@dataclass(frozen=True)
+class RivalConfig:
+    # Up to this many variables; 0 = never. 2000 is about where one whole fGES still takes as long as PEF.
+    upto: int = 2000
+    # ... and only when at least this share of PEF's edges join two clusters. On seed 100 (tuning) the
+    # block-structured problems had 0.14-0.18 (Alarm, Hailfinder, ws, sbm), where BIC preferred the polished
+    # rival on two though it was less accurate, and er and hub 0.42-0.43, where the polished rival was better
+    # by 90-100 SHD; 0.3 is the middle of that gap (BENCHMARKS.md, "A whole-problem rival").
+    crossing: float = 0.3
+    # The rival's polish: searches of at most this many variables (0: the rival is judged unpolished).
+    polish_upto: int = PolishConfig.upto
 
-
-def rival_limit(spent: float) -> float:
-    """Seconds the rival may take after PEF's runs took `spent` seconds."""
-    return max(LIMIT_FLOOR, LIMIT_FACTOR * spent)
+    def validate(self) -> None:
+        check_number("rival.upto", self.upto, 0, 10_000_000, integer=True)
+        check_number("rival.crossing", self.crossing, 0.0, 1.0)
+        check_number("rival.polish_upto", self.polish_upto, 0, 10_000_000, integer=True)
 
 
 def rival_graph(run: MemberRun, variables: tuple[str, ...]) -> PDAG | None:
-    """The rival's CPDAG, or None when its run gave no graph (cut by its limit, failed)."""
+    """The rival's CPDAG, or None when its run gave no graph (failed)."""
     if run.status != OK or run.directed is None or run.undirected is None:
         return None
     return PDAG(variables, run.directed, run.undirected)
@@ -64,7 +63,7 @@ def rival_graph(run: MemberRun, variables: tuple[str, ...]) -> PDAG | None:
 def judged(graph: PDAG, other: PDAG | None, run: MemberRun, cov: np.ndarray, n: int) -> tuple[PDAG, dict[str, Any]]:
     """The graph that stands (PEF's `graph` or the rival's `other`, None when `run` gave none), and the
     account: both BICs (penalty discount JUDGE_PENALTY), which was kept, the rival's seconds and status."""
-    account: dict[str, Any] = {"method": dict(run.spec), "status": run.status, "seconds": round(run.seconds, 3)}
+    account: dict[str, Any] = {"method": dict(run.spec), "status": run.status, "seconds_rival": round(run.seconds, 3)}
     if other is None:
         return graph, {**account, "kept": "pef", **({"why": run.error} if run.error else {})}
     mine, theirs = bic(graph, cov, n, JUDGE_PENALTY), bic(other, cov, n, JUDGE_PENALTY)
@@ -73,20 +72,55 @@ def judged(graph: PDAG, other: PDAG | None, run: MemberRun, cov: np.ndarray, n: 
                                                    "kept": kept}
 
 
-def run_rival(executor: Any, cov: np.ndarray, n: int, variables: tuple[str, ...], limit: float,
-              deadline: float | None, knowledge: Knowledge | None) -> MemberRun:
-    """The rival's run on one of `executor`'s workers, with every thread it has."""
-    task = (RIVAL, executor.scatter(cov, broadcast=False), n, variables, limit, executor.task_threads(1),
-            deadline, knowledge)
-    return next(iter(executor.run(run_member, [task])))[1]
-
-
 def outcome(account: dict[str, Any]) -> str:
     """What the rival step decided, in one line."""
-    if "skipped" in account:
-        return f"not run: {account['skipped']}"
     if account["kept"] == "rival":
         return f"its graph stands, BIC {account['bic_rival']:,.0f} against PEF's {account['bic_pef']:,.0f}"
     if "bic_rival" in account:
         return f"PEF's graph stands, BIC {account['bic_pef']:,.0f} against the rival's {account['bic_rival']:,.0f}"
-    return f"PEF's graph stands (the rival {account['status']} after {account['seconds']:.0f} s)"
+    return f"PEF's graph stands (the rival {account['status']})"
+
+
+class Rival(Step):
+    """One whole-problem fGES, polished over PEF's clusters, against PEF's graph; the higher BIC stands."""
+
+    name, Config = "rival", RivalConfig
+    doc = "where the partition found no blocks: a whole-problem fGES, polished, against PEF's graph by BIC"
+
+    def enabled(self) -> bool:
+        return self.config.upto > 0
+
+    def applies(self, chain: Chain) -> str | None:
+        if chain.graph.p > self.config.upto:
+            return f"{chain.graph.p} variables, above rival.upto {self.config.upto}"
+        share = crossing_share(chain.graph, chain.clusters)
+        if share < self.config.crossing:
+            return (f"{share:.0%} of PEF's edges join two clusters, under rival.crossing {self.config.crossing:g}: "
+                    "the partition found blocks")
+        return None
+
+    def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
+        share = crossing_share(chain.graph, chain.clusters)
+        cov = covariance(chain.x)
+        result = memory.get(0, RIVAL)
+        if result is not None:
+            chain.show.note("resuming: the whole-problem rival's run is in the checkpoint")
+        else:
+            chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} variables")
+            task = (RIVAL, chain.executor.scatter(cov, broadcast=False), chain.n, chain.graph.variables, None,
+                    FGES_THREADS, chain.deadline, chain.knowledge)
+            result = next(iter(chain.executor.run(run_member, [task])))[1]
+            if result.status == TIMED_OUT:  # only the user's wall limit bounds it
+                raise WallLimitHit
+            memory.put(0, result)
+        other, polished = rival_graph(result, chain.graph.variables), None
+        if other is not None and self.config.polish_upto:
+            other, polished = polish_graph(chain, other, chain.clusters,
+                                           PolishConfig(upto=self.config.polish_upto), memory.part("polish"),
+                                           "rival's polish")
+        graph, account = judged(chain.graph, other, result, cov, chain.n)
+        account.update(changes(chain.graph, graph), crossing=round(share, 3))
+        if polished is not None:
+            account["polish"] = polished
+        chain.show.note(f"rival: {outcome(account)}")
+        return graph, account

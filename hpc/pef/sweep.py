@@ -6,20 +6,36 @@ start that already explains most of the data, so an edge it adds is scored again
 against the empty graph as a whole-problem search first scores it. Its backward phase, at a penalty
 discount above the steps' 2.0, removes the weakest edges those steps kept. One search over every pair
 re-derives the CPDAG of the whole graph after each change, which is cheap at a few thousand variables
-(2-25 s at 1,000) and not at 10,000, so the sweep runs up to `sweep_upto` variables.
+(2-25 s at 1,000) and not at 10,000, so the sweep runs up to `upto` variables.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
+from hpc.learners.ensemble import MemberRun
+from hpc.pef.repair import FGES_THREADS, Block, changes, repair_search
+from hpc.pef.step import Chain, Step, StepMemory, searches
 
-#: Where a checkpoint keeps the sweep's result (member runs use cluster indices from 0; hpc.pef.rival and
-#: hpc.pef.polish use -1 to -3 and -10 down).
-CHECKPOINT_KEY = (-4, 0)
+
+@dataclass(frozen=True)
+class SweepConfig:
+    # Up to this many variables; 0 = never. At 1,000 variables it took 2-25 s on seed 100 (tuning).
+    upto: int = 2000
+    # The sweep's BIC penalty discount. On seed 100 (tuning) of Alarm, Hailfinder, ws, sbm, er, hub and mosaic
+    # at 1,000 variables (BENCHMARKS.md, "A sweep over every pair").
+    penalty: float = 3.0
+
+    def validate(self) -> None:
+        check_number("sweep.upto", self.upto, 0, 10_000_000, integer=True)
+        check_number("sweep.penalty", self.penalty, 1.0, 1000.0)
 
 
 def fingerprint(graph: PDAG) -> str:
@@ -30,3 +46,36 @@ def fingerprint(graph: PDAG) -> str:
         h.update(b"|")
     return h.hexdigest()[:16]
 
+
+class Sweep(Step):
+    """One fGES over every pair of variables, from the graph so far; its result is kept in the checkpoint."""
+
+    name, Config = "sweep", SweepConfig
+    doc = "one fGES over every pair of variables from the graph so far, at a stricter penalty"
+
+    def enabled(self) -> bool:
+        return self.config.upto > 0
+
+    def applies(self, chain: Chain) -> str | None:
+        if chain.graph.p > self.config.upto:
+            return f"{chain.graph.p} variables, above sweep.upto {self.config.upto}"
+        return None
+
+    def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
+        graph = chain.graph
+        spec = {"method": "fges-sweep", "penalty": self.config.penalty, "start": fingerprint(graph)}
+        stored = memory.get(0, spec)
+        if stored is not None:
+            chain.show.note("resuming: the sweep's result is in the checkpoint")
+            result = (stored.directed, stored.undirected)
+        else:
+            chain.show.note(f"sweep: one fGES over every pair of the {graph.p} variables from the graph so far "
+                            f"(penalty {self.config.penalty:g})")
+            begin = time.perf_counter()
+            whole = Block(np.arange(graph.p), graph.p, graph.directed, graph.undirected, None)  # no bound on pairs
+            task = (chain.executor.scatter(chain.z), whole, self.config.penalty, FGES_THREADS, chain.deadline,
+                    chain.indexed(np.arange(graph.p)))
+            result = next(searches(chain, repair_search, [task]))[1]
+            memory.put(0, MemberRun(spec, "ok", result[0], result[1], None, time.perf_counter() - begin))
+        swept = graph.with_edges(*result)
+        return swept, {**changes(graph, swept), "penalty": self.config.penalty, **({"resumed": True} if stored else {})}
