@@ -19,11 +19,12 @@ PSLE = str(Path(sys.executable).parent / "psle")
 
 def checkpoint_counts(path: Path) -> tuple[int, int, int]:
     """(runs the checkpoint holds, runs it was ever handed, member runs among those it holds), where runs are
-    member runs, the polish's searches and the rival's run; (0, 0, 0) before it exists."""
+    member runs and the steps after fusion's results (repair rounds, searches, the rival's run); (0, 0, 0) before it
+    exists."""
     try:
         with h5py.File(path, "r") as f:
             runs = json.loads(f["runs"][()].decode())
-            return len(runs), int(f.attrs["recorded"]), sum(r["cluster"] >= 0 for r in runs)
+            return len(runs), int(f.attrs["recorded"]), sum("cluster" in r for r in runs)
     except (OSError, KeyError):
         return 0, 0, 0
 
@@ -51,8 +52,9 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
     meta = json.loads((tmp_path / "ref.json").read_text())["meta"]
     members = sum(len(c["runs"]) for c in meta["clusters"])
-    rival = meta["rival"] or {}  # the rival's run (unless skipped) and its polish, PEF's polish, the sweep, the recut's
-    total = (members + ("status" in rival) + rival.get("polish", {}).get("searches", 0)
+    rival = meta["rival"] or {}  # the repair's rounds, the rival's run (unless skipped) and its polish, PEF's polish,
+    total = (members + len((meta["repair"] or {}).get("rounds", [])) + ("status" in rival)  # the sweep, the recut's
+             + rival.get("polish", {}).get("searches", 0)
              + (meta["polish"] or {}).get("searches", 0) + ("penalty" in (meta["sweep"] or {}))
              + sum(p["searches"] for p in (meta["recut"] or {}).get("passes", [])))
     ckpt = tmp_path / "run.h5"

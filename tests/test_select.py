@@ -16,7 +16,7 @@ from hpc.errors import PsleError
 from hpc.learners.bic import covariance
 from hpc.executors import SerialExecutor
 from hpc.pef.partition import PartitionConfig
-from hpc.pef.repair import RepairConfig
+from hpc.pef.steps import NONE, steps_from
 from hpc.pef.pipeline import PEF
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.records import read_records
@@ -566,7 +566,7 @@ def test_clusters_unlike_the_selectors_training_data_are_named_and_warned_about(
         alike = PEF(PAIR, progress=False, selection="predicted", selector=selector).fit(seen.data, seen.variables)
     assert all("outside_training" not in s for s in alike.selections_)
     few = benchmark_problem(150, 3, 300, network="insurance")
-    with pytest.warns(UserWarning, match=r"clusters lie outside the truth selector's training data \(log_n on "
+    with pytest.warns(UserWarning, match=r"at a sample size the truth selector was not trained at.*"
                                          r".*trained at n = 1000 and this data has n = 300: `psle records --samples 300`"):
         unlike = PEF(PAIR, progress=False, selection="predicted", selector=selector).fit(few.data, few.variables)
     marked = [c["selection"]["outside_training"] for c in unlike.result_meta()["clusters"]
@@ -663,8 +663,7 @@ def test_a_resumed_run_takes_its_timeouts_from_the_checkpoint_and_makes_the_same
         # No steps after fusion: this test is about the member runs (test_repair.py resumes a run killed in the
         # repair); their multithreaded searches may break score ties differently from run to run.
         return PEF(PAIR, progress=False, selection="predicted", selector=fast_fges, partition=CUT, runaway=600,
-                   checkpoint=str(path), repair=RepairConfig(repair_rounds=0, polish_upto=0, rival_upto=0,
-                                                             sweep_upto=0)).fit(problem.data, problem.variables)
+                   checkpoint=str(path), steps=steps_from(NONE)).fit(problem.data, problem.variables)
 
     with pytest.warns(UserWarning):
         whole = fit(tmp_path / "whole.h5")

@@ -312,7 +312,7 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     from hpc.graphs.io import read_json
     from hpc.pef.partition import PartitionConfig
     from hpc.pef.pipeline import PEF
-    from hpc.pef.repair import RepairConfig
+    from hpc.pef.steps import steps_from
 
     problem = tmp_path / "a.h5"
     assert subprocess.run([str(BIN / "psle"), "generate", "--network", "alarm", "--nodes", "1000", "--seed", "1", "-o",
@@ -320,7 +320,7 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     out, ckpt = tmp_path / "g.json", tmp_path / "g.checkpoint.h5"
     before = sacct_jobs()
     run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "--method", "p-boss", "--param", "penalty=2",
-                          "--pef", "whole_below=0", "--pef", "repair_rounds=0",  # repair ties follow JVM history
+                          "--pef", "whole_below=0", "--pef", "repair.rounds=0",  # repair ties follow JVM history
                           "--slurm", "--cpus", "1", "--mem-gb", "3", "--nodes", "1",
                           "--worker-cpus", "1", "--worker-mem-gb", "3", "-o", str(out)],
                          capture_output=True, text=True, timeout=300)
@@ -350,7 +350,7 @@ def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_i
     assert "tasks in SLURM job" in logs or "task in SLURM job" in logs, logs[-2000:]
     data = read_problem(problem)
     local = PEF([{"method": "boss", "penalty": 2}], progress=False, partition=PartitionConfig(whole_below=0),
-                repair=RepairConfig(repair_rounds=0)).fit(data.data, data.variables)
+                steps=steps_from({"repair.rounds": 0})).fit(data.data, data.variables)
     assert read_json(out)[0] == local.graph_
 
 
@@ -422,7 +422,7 @@ def test_bootstrap_array_with_a_task_requeued_mid_resample_completes_and_runs_no
                            str(problem)], capture_output=True).returncode == 0
     out = tmp_path / "g.json"
     run = subprocess.Popen([str(BIN / "psle"), "learn", str(problem), "--method", "p-boss", "--param", "penalty=2",
-                            "--pef", "whole_below=0", "--pef", "repair_rounds=0", "--bootstrap", "3", "--slurm",
+                            "--pef", "whole_below=0", "--pef", "repair.rounds=0", "--bootstrap", "3", "--slurm",
                             "--wait", "--cpus", "1", "--mem-gb", "3", "--workers", "1", "-o", str(out)],
                            stderr=(tmp_path / "err.txt").open("w"))
     folder, logs = resample_folder(out), tmp_path / ".submitit"
