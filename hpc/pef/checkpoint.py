@@ -150,7 +150,8 @@ class RunCheckpoint:
         members = np.concatenate(clusters).astype(np.int64) if clusters else np.empty(0, dtype=np.int64)
         sizes = np.array([len(c) for c in clusters], dtype=np.int64)
         rows, parts, at = [], [], 0
-        keyed = [({"cluster": c, "member": k}, run) for (c, k), run in sorted(self.runs.items())]
+        keyed: list[tuple[dict[str, Any], MemberRun]] = [({"cluster": c, "member": k}, run)
+                                                         for (c, k), run in sorted(self.runs.items())]
         keyed += [({"step": name, "index": i}, run) for (name, i), run in sorted(self.steps.items())]
         for key, run in keyed:
             d = np.empty((0, 2), dtype=np.int64) if run.directed is None else np.asarray(run.directed, dtype=np.int64)

@@ -29,7 +29,7 @@ from hpc.graphs.knowledge import Knowledge
 from hpc.learners.ensemble import MemberRun, best_run, check_knowledge, check_members, check_wall_limit, run_member
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.executors import SerialExecutor
-from hpc.pef.fusion import FusionConfig, fuse
+from hpc.pef.fusion import FusionConfig, FusionStats, fuse
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
 from hpc.pef.schedule import MemberSchedule
 from hpc.pef.neighbours import Near, nearest
@@ -238,7 +238,7 @@ class PEF:
                 "selector": self._selector().describe() if self.selection == "predicted" else None,
                 "top_k": self.top_k if self.selection == "predicted" else None,
                 "runaway": self.runaway if self.selection == "predicted" else None,
-                **({"knowledge": self.knowledge.describe()} if self._known() else {})}
+                **({"knowledge": known.describe()} if (known := self._known()) is not None else {})}
 
     def _known(self) -> Knowledge | None:
         """The prior knowledge, when there is any."""
@@ -265,12 +265,13 @@ class PEF:
         scored, seconds, orders = selector.choose(features)
         outside = selector.outside(features)
         for i, (c, row, score, order) in enumerate(zip(multi, features, scored, orders)):
-            plans[c] = order[:self.top_k], {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
-                                            "scores": [round(float(q), 4) for q in score], "order": order}
+            account: dict[str, Any] = {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
+                                       "scores": [round(float(q), 4) for q in score], "order": order}
             if seconds is not None:
-                plans[c][1]["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
+                account["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
             if outside[i]:
-                plans[c][1]["outside_training"] = outside[i]
+                account["outside_training"] = outside[i]
+            plans[c] = order[:self.top_k], account
         if any(outside):
             warnings.warn(extrapolation_note(selector, outside, n), stacklevel=3)
         return plans
@@ -285,7 +286,7 @@ class PEF:
 
     def _why(self, run: MemberRun, plan: dict[str, Any] | None, k: int, limit: float | None) -> str:
         """A failed run's status, saying so when the runaway guard (not the user's limit) cut it."""
-        if run.status == TIMED_OUT and limit is not None and limit != self.time_limit:
+        if run.status == TIMED_OUT and limit is not None and limit != self.time_limit and plan is not None:
             return (f"cut by the runaway guard after {limit:.0f} s ({self.runaway:g}x its predicted "
                     f"{plan['predicted_seconds'][k]:g} s; runaway=0 turns the guard off)")
         return run.status + (f": {run.error}" if run.error else "")
@@ -316,7 +317,9 @@ class PEF:
         estimation = self._estimate_step(variables, clusters, searched, jobs, plans, run)
         expired = run.expired()  # then one note, not a warning per run
         union = self._union(variables, clusters, searched, estimation, expired)
-        self.dag_ = self.graph_ = self.fusion_stats_ = None
+        self.dag_: PDAG | None = None
+        self.graph_: PDAG | None = None
+        self.fusion_stats_: FusionStats | None = None
         self.steps_: dict[str, dict[str, Any] | None] = {step.name: None for step in self.steps}
         z = standardize(x, np.float64)
         try:
@@ -422,8 +425,10 @@ class PEF:
                 if not expired:
                     warnings.warn(f"cluster {c} ({len(idx)} variables): every member failed", stacklevel=3)
                 continue
+            won = runs[c][k]
+            assert won is not None and won.directed is not None and won.undirected is not None  # best_run's choice
             local = PDAG(tuple(str(i) for i in range(len(searched[c]))),
-                         runs[c][k].directed, runs[c][k].undirected).subgraph(np.arange(len(idx)))
+                         won.directed, won.undirected).subgraph(np.arange(len(idx)))
             directed.append(idx[pdag_to_dag(local, strict=False).directed])
         self.cluster_runs_, self.winners_ = runs, winners
         self.selections_ = [None if plan is None else {**{k: v for k, v in plan.items() if k != "order"},
@@ -449,9 +454,8 @@ class PEF:
                               near=None if self._near is None else self._near[0],
                               allows=None if known is None else known.allowed_on(union.variables),
                               required=None if known is None else known.required_on(union.variables))
-            self.dag_, self.graph_, self.fusion_stats_ = dag, dag_to_cpdag(dag), stats
-            if known is not None:
-                self.graph_ = known.oriented(self.graph_)
+            cpdag = dag_to_cpdag(dag)
+            self.dag_, self.graph_, self.fusion_stats_ = dag, cpdag if known is None else known.oriented(cpdag), stats
 
     def result_meta(self) -> dict[str, Any]:
         return {

@@ -123,7 +123,8 @@ def split_core(dag: PDAG, rank: np.ndarray, core: np.ndarray, upto: int, mb: lis
         if a in inside and b in inside:
             near[a].append(b)
             near[b].append(a)
-    visit, seen = [], set()
+    visit: list[int] = []
+    seen: set[int] = set()
     for start in sorted(inside, key=lambda v: rank[v]):
         queue = deque([start] if start not in seen else [])
         seen.update(queue)
