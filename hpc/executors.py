@@ -273,11 +273,16 @@ class DaskExecutor(SerialExecutor):
             log.setLevel(level)
 
 
+#: Set to 1 to have runs say where their dask dashboard is (per-worker load, task stream, memory).
+DASHBOARD_ENV = "PSLE_DASHBOARD"
+
+
 def announce_dashboard(executor: SerialExecutor) -> None:
-    """Point long runs at the dask dashboard (per-worker load, task stream, memory). Inside a SLURM
-    job 127.0.0.1 would name the user's own machine: say the compute node and how to reach it."""
+    """Point a run at the dask dashboard, when asked (PSLE_DASHBOARD=1): most runs do not need it, and its
+    line is noise there. Inside a SLURM job 127.0.0.1 would name the user's own machine: say the compute
+    node and how to reach it."""
     link = getattr(executor, "dashboard", None)
-    if not link:
+    if not link or os.environ.get(DASHBOARD_ENV, "") in ("", "0"):
         return
     if os.environ.get("SLURM_JOB_ID"):
         from urllib.parse import urlsplit

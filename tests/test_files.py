@@ -20,14 +20,55 @@ def test_graph_files_round_trip_with_variables_that_have_no_edge(tmp_path, suffi
     assert sorted(back.variables) == list("abcde") and back.reindexed(G.variables) == G
 
 
-def test_networkx_reads_the_graphml_back_with_marks_and_attributes(tmp_path):
+def test_networkx_reads_the_graphml_back_with_marks_and_attributes_and_an_undirected_edge_both_ways(tmp_path):
     import networkx as nx
 
-    write_graph(tmp_path / "g.graphml", G, edge_attributes={("a", "c"): {"frequency": 0.75}})
+    write_graph(tmp_path / "g.graphml", G, edge_attributes={("a", "c"): {"frequency": 0.75},
+                                                            ("c", "d"): {"frequency": 0.5}})
     back = nx.read_graphml(tmp_path / "g.graphml")
     assert sorted(back.nodes) == list("abcde")
+    # c --- d claims no direction: a networkx user sees it both ways, each marked ---
     assert {(a, b): d for a, b, d in back.edges(data=True)} == {
-        ("a", "c"): {"mark": "-->", "frequency": 0.75}, ("b", "c"): {"mark": "-->"}, ("c", "d"): {"mark": "---"}}
+        ("a", "c"): {"mark": "-->", "frequency": 0.75}, ("b", "c"): {"mark": "-->"},
+        ("c", "d"): {"mark": "---", "frequency": 0.5}, ("d", "c"): {"mark": "---", "frequency": 0.5}}
+    assert read_graph(tmp_path / "g.graphml") == G
+
+
+def test_graphml_of_older_versions_and_plain_networkx_graphs_read_as_meant(tmp_path):
+    import networkx as nx
+
+    from hpc.graphs.io import from_networkx
+
+    old = nx.DiGraph()  # before both directions were written: one edge, marked ---
+    old.add_nodes_from("abcde")
+    old.add_edges_from([("a", "c", {"mark": "-->"}), ("b", "c", {"mark": "-->"}), ("c", "d", {"mark": "---"})])
+    nx.write_graphml(old, tmp_path / "old.graphml")
+    assert read_graph(tmp_path / "old.graphml") == G
+    plain = nx.DiGraph([("a", "c"), ("b", "c"), ("c", "d"), ("d", "c")])  # no marks: a pair both ways is ---
+    plain.add_node("e")
+    assert from_networkx(plain, "plain").reindexed(G.variables) == G
+    assert from_networkx(nx.Graph([("c", "d")]), "u").named_edges() == [("c", "d", "---")]
+    clash = nx.DiGraph()
+    clash.add_edge("a", "b", mark="-->")
+    clash.add_edge("b", "a", mark="-->")
+    with pytest.raises(PsleError, match=r"^clash: a and b are joined both ways, as a --> b and b --> a; keep one"):
+        from_networkx(clash, "clash")
+
+
+def test_an_edge_list_may_leave_out_marks_and_isolated_variables_and_bad_headers_say_how_to_fix_them(tmp_path):
+    from hpc.graphs.io import read_edge_csv
+
+    (tmp_path / "plain.csv").write_text("from,to\na,c\nb,c\n\ne\n")
+    assert read_edge_csv(tmp_path / "plain.csv").named_edges() == [("a", "c", "-->"), ("b", "c", "-->")]
+    (tmp_path / "marks.csv").write_text("Source,Target,mark\na,c,-->\nc,b,<--\nc,d,---\ne,,\n")
+    assert read_edge_csv(tmp_path / "marks.csv").reindexed(G.variables) == G
+    (tmp_path / "bad.csv").write_text("x,y\na,b\n")
+    with pytest.raises(PsleError, match=r"bad.csv: the header 'x,y' is not an edge list's: an edge list has the "
+                                        r"header row 'from,to' \(or 'from,to,edge' with marks"):
+        read_edge_csv(tmp_path / "bad.csv")
+    (tmp_path / "mark.csv").write_text("from,to,edge\na,b,->\n")
+    with pytest.raises(PsleError, match=r"mark.csv: line 2: mark '->' is not one of -->, ---, <-- .*leave it empty"):
+        read_edge_csv(tmp_path / "mark.csv")
 
 
 def test_dot_marks_undirected_edges_and_reads_plain_digraphs(tmp_path):
@@ -130,24 +171,70 @@ def test_data_a_gaussian_score_cannot_use_is_refused_or_warned_in_one_line():
     with pytest.warns(UserWarning) as caught:
         check_learnable(x, names)
     said = [str(w.message) for w in caught]
-    assert not any("rows" in m and "singular" in m for m in said)  # the learners judge that, per search
+    assert "data: 6 variables for 5 rows (no fewer variables than rows): the covariance is singular" in said[-1]
     assert any("'v3' number the rows" in m for m in said)
-    assert any("two values ('v4')" in m for m in said)
+    assert any("1 column(s) look categorical (two values, or at most 5 whole-number values: 'v4')" in m for m in said)
     x[:, 5] = 1 - 3 * x[:, 0]
     with pytest.raises(PsleError, match=r"columns 'v0' and 'v5' are copies of each other"):
         check_learnable(x, names)
 
 
-def test_a_search_over_no_fewer_variables_than_rows_is_warned_about():
+def test_a_search_over_no_fewer_variables_than_rows_is_warned_about_once():
+    import warnings
+
     from hpc.data.tabular import warn_few_rows
 
     with pytest.warns(UserWarning, match=r"cluster: 40 variables for 40 rows \(no fewer variables than rows\)"):
         warn_few_rows(40, 40, "cluster")
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_few_rows(41, 40, "cluster")
+    # 300 rows of 1,200 variables: said once, of the whole data, however a learner then searches it
+    x = np.random.default_rng(1).normal(size=(300, 1200))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_learnable(x, [f"g{i}" for i in range(1200)])
+        warn_few_rows(300, 1200, "data")  # what a single learner says of its search over the whole data
+        warn_few_rows(300, 200, "the largest cluster's search")  # a cluster smaller than the rows: nothing to say
+    assert [str(w.message).split(":")[0:2] for w in caught] == [["data", " 1200 variables for 300 rows (no fewer "
+                                                                 "variables than rows)"]]
+
+
+def test_columns_of_a_few_whole_numbers_get_one_warning_naming_them():
+    import warnings
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(200, 10))
+    for c, values in ((2, 3), (5, 5), (7, 2), (9, 4)):  # codes 0..k-1, e.g. a stage or a yes/no
+        x[:, c] = rng.integers(0, values, size=200)
+    x[:, 8] = np.round(x[:, 8] * 10)  # whole numbers, but many of them: a measurement, not a code
+    names = [f"v{i}" for i in range(10)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_learnable(x, names)
+    said = [str(w.message) for w in caught]
+    assert said == ["data: 4 column(s) look categorical (two values, or at most 5 whole-number values: 'v2', 'v5', "
+                    "'v7', 'v9'); the model is linear-Gaussian for continuous data, so they are learned as continuous "
+                    "and their edges are a linear approximation"]
+
+
+def test_a_dataframe_goes_through_a_files_rules_with_its_names_kept():
+    import pandas as pd
+
+    from hpc.data.tabular import array_data, frame_data
+
+    frame = pd.DataFrame({"age": [31.0, 45, None, 52], "smoker": [True, False, True, False],
+                          "dose": ["1.5", "2", "3", "NA"]}, index=[10, 11, 12, 13])
+    with pytest.warns(UserWarning, match=r"the DataFrame: 2 of 4 rows have missing values"):
+        x, names = frame_data(frame)
+    assert names == ("age", "smoker", "dose") and x.tolist() == [[31, 1, 1.5], [45, 0, 2]]
+    frame["dose"] = ["1.5", "2", "high", "4"]
+    with pytest.raises(PsleError, match=r"^the DataFrame: column 'dose' holds text, e.g. 'high' \(row index 12\): "
+                                        r"every column must be numeric; encode it as numbers or drop it$"):
+        frame_data(frame)
+    assert array_data(np.eye(3), ["a", "b", "c"])[1] == ("a", "b", "c")
+    with pytest.raises(PsleError, match=r"^the array: 2 names for 3 columns$"):
+        array_data(np.eye(3), ["a", "b"])
 
 
 def test_csv_byte_order_mark_and_tab_separated_files(tmp_path):

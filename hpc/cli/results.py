@@ -44,8 +44,8 @@ def add(sub) -> None:
     rp.add_argument("--notes", default=None, help="Markdown file appended to REPORT.md (explanations)")
     rp.set_defaults(func=report)
 
-    st = sub.add_parser("status", help="where a submitted sweep stands: per task done / pending / running / requeued / "
-                                       "failed, with its result or log")
+    st = sub.add_parser("status", help="where a sweep stands: per task done / pending / running / requeued / failed "
+                                       "(SLURM), or done / started (local), with its result or log")
     st.add_argument("sweep", help="the sweep folder psle-experiment printed (or a results folder: its newest sweep)")
     st.add_argument("--watch", type=positive, nargs="?", const=30.0, default=None, metavar="SECONDS",
                     help="refresh every SECONDS (default 30) until no task is pending, running or requeued")

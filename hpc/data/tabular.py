@@ -8,9 +8,13 @@ with a 20,000-column spreadsheet can find the bad cell. The rules, each one line
   warning saying how many; other text, and infinities, are refused;
 - refused: fewer than 3 rows, a constant column, two columns that are copies of each other (up to
   scale and sign), which no Gaussian score can tell apart;
-- warned: a column that counts the rows (an index, not a variable?), columns with two values
-  (modelled as Gaussian all the same), and, by the learners, a search over no fewer variables than
-  rows (the whole problem, or PEF's largest cluster), where scores and tests are unreliable.
+- warned, once each: a column that counts the rows (an index, not a variable?), columns that look
+  categorical (two values, or at most five whole-number values: modelled as continuous all the same),
+  and no fewer variables than rows (then again, by PEF, when its largest cluster's search is that big),
+  where scores and tests are unreliable.
+
+A pandas DataFrame or a numpy array (the Python API) goes through the same rules as a file, with
+its column names kept.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import csv
 import hashlib
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -104,7 +109,7 @@ def _parse(path: Path, sep: str) -> np.ndarray | None:
     return None
 
 
-def _without_missing(path: Path, values: np.ndarray, header: list[str]) -> np.ndarray:
+def _without_missing(path: Path | str, values: np.ndarray, header: list[str]) -> np.ndarray:
     """The complete rows (listwise deletion), with one warning naming what was left out."""
     missing = np.isnan(values)
     if not missing.any():
@@ -147,6 +152,56 @@ def read_data(path: str | os.PathLike) -> tuple[np.ndarray, tuple[str, ...]]:
     raise PsleError(f"{path}: unknown data format {suffix!r} (use .csv, .tsv or .h5)")
 
 
+def frame_data(frame: pd.DataFrame, source: str = "the DataFrame") -> tuple[np.ndarray, tuple[str, ...]]:
+    """A DataFrame's values and column names, by a file's rules: numbers only (a text column is refused,
+    naming it and a value), rows with missing values left out with one warning."""
+    names = tuple(str(c) for c in frame.columns)
+    _check_names(names, source)
+    columns = []
+    for name, (_, column) in zip(names, frame.items()):
+        if column.dtype == bool or pd.api.types.is_numeric_dtype(column.dtype):
+            columns.append(column.to_numpy(dtype=np.float64, na_value=np.nan))
+            continue
+        numbers = pd.to_numeric(column.astype(object).where(column.notna(), np.nan), errors="coerce")
+        bad = numbers.isna() & column.notna() & ~column.astype(str).str.strip().isin(MISSING)
+        if bad.any():
+            row = bad.to_numpy().argmax()
+            label = frame.index[row:row + 1].tolist()[0]
+            raise PsleError(f"{source}: column {name!r} holds text, e.g. {column.iloc[row]!r} (row index {label!r}): "
+                            "every column must be numeric; encode it as numbers or drop it")
+        columns.append(numbers.to_numpy(dtype=np.float64))
+    if not columns:
+        raise PsleError(f"{source}: no columns")
+    values = np.column_stack(columns)
+    if len(values) == 0:
+        raise PsleError(f"{source}: no rows")
+    return _without_missing(source, values, list(names)), names
+
+
+def array_data(x: object, names: Sequence[str] | None = None,
+               source: str = "the array") -> tuple[np.ndarray, tuple[str, ...]]:
+    """A 2-D array (rows are samples) of numbers, with `names` or X0, X1, ...; missing values as in a file."""
+    array = np.asarray(x)
+    if array.ndim != 2:
+        raise PsleError(f"{source}: expected a 2-D array (rows are samples, columns variables), got {array.ndim}-D "
+                        f"shape {array.shape}")
+    given = None if names is None else tuple(str(n) for n in names)
+    if given is not None and len(given) != array.shape[1]:
+        raise PsleError(f"{source}: {len(given)} names for {array.shape[1]} columns")
+    frame = pd.DataFrame(array, columns=given if given is not None else [f"X{i}" for i in range(array.shape[1])])
+    return frame_data(frame, source)
+
+
+def _check_names(names: tuple[str, ...], source: str) -> None:
+    seen: set[str] = set()
+    for k, name in enumerate(names):
+        if not name.strip():
+            raise PsleError(f"{source}: column {k + 1} has no name")
+        if name in seen:
+            raise PsleError(f"{source}: column name {name!r} appears twice")
+        seen.add(name)
+
+
 def as_learnable(x: np.ndarray, names: tuple[str, ...] | list[str] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
     """`x` as a float matrix with its column names (X0, X1, ... when none), checked by `check_learnable`."""
     x = np.asarray(x, dtype=np.float64)
@@ -181,16 +236,27 @@ def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: s
     if len(counts):
         warnings.warn(f"{source}: column(s) {_names(names, counts)} number the rows 1..n (or 0..n-1): an index, not "
                       "a variable? It is learned as one", stacklevel=3)
-    binary = np.flatnonzero(_distinct_at_most(x, 2))
-    if len(binary):
-        warnings.warn(f"{source}: {len(binary)} column(s) with two values ({_names(names, binary)}) are modelled as "
-                      "Gaussian like every column: their edges are a linear approximation", stacklevel=3)
+    coded = np.flatnonzero(categorical_looking(x))
+    if len(coded):
+        warnings.warn(f"{source}: {len(coded)} column(s) look categorical (two values, or at most {CODED_VALUES} "
+                      f"whole-number values: {_names(names, coded)}); the model is linear-Gaussian for continuous "
+                      "data, so they are learned as continuous and their edges are a linear approximation",
+                      stacklevel=3)
+    if x.shape[0] <= x.shape[1]:
+        warnings.warn(f"{source}: {x.shape[1]} variables for {x.shape[0]} rows (no fewer variables than rows): the "
+                      f"covariance is singular, so a search over {x.shape[0]} or more variables at once is unreliable "
+                      "(PEF searches smaller clusters, and warns again if its largest is that big)", stacklevel=3)
+
+
+#: What the learners call the whole data in `warn_few_rows`; `check_learnable` has warned about it already.
+WHOLE_DATA = "data"
 
 
 def warn_few_rows(n: int, p: int, what: str) -> None:
     """One warning when a search sees at least as many variables (`p`, in `what`) as there are rows: its
-    covariance is singular there, so scores and tests are unreliable."""
-    if n <= p:
+    covariance is singular there, so scores and tests are unreliable. A search over the whole data (`what`
+    is WHOLE_DATA) says nothing new: `check_learnable` warned about the data itself, once."""
+    if n <= p and what != WHOLE_DATA:
         warnings.warn(f"{what}: {p} variables for {n} rows (no fewer variables than rows): the covariance is "
                       "singular there, so scores and tests are unreliable and the graph is a rough sketch",
                       stacklevel=3)
@@ -230,9 +296,17 @@ def _counts_rows(x: np.ndarray) -> np.ndarray:
                            for lo in range(0, x.shape[1], CHECK_BLOCK)])
 
 
-def _distinct_at_most(x: np.ndarray, k: int) -> np.ndarray:
+#: A column with at most this many distinct values, all whole numbers, looks like a coded category.
+CODED_VALUES = 5
+
+
+def categorical_looking(x: np.ndarray) -> np.ndarray:
+    """Per column: two values, or at most CODED_VALUES whole-number values, each seen twice on average (so
+    a handful of continuous rows is not taken for codes)."""
     out = []
     for lo in range(0, x.shape[1], CHECK_BLOCK):
         block = np.sort(x[:, lo:lo + CHECK_BLOCK], axis=0)
-        out.append((np.diff(block, axis=0) != 0).sum(axis=0) + 1 <= k)
+        distinct = (np.diff(block, axis=0) != 0).sum(axis=0) + 1
+        whole = (block == np.round(block)).all(axis=0)
+        out.append(((distinct == 2) | (whole & (distinct <= CODED_VALUES))) & (2 * distinct <= x.shape[0]))
     return np.concatenate(out)

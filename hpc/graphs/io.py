@@ -3,8 +3,9 @@
 JSON is the exchange format other tools read:
 `{"variables": [names...], "edges": [[from, to, "-->"], [a, b, "---"], ...], "meta": {...}}`.
 GraphML (Cytoscape, Gephi, igraph, networkx) and DOT (Graphviz, DoWhy) carry each edge's mark as an
-attribute (`mark`, and in DOT an undirected edge has no arrowhead); every format keeps variables without
-edges (the CSV as a row with the name alone). Writers are atomic; readers name the file and the
+attribute (`mark`): GraphML writes an undirected edge as two directed ones, both marked `---`, so
+`nx.read_graphml(...).edges()` claims no direction the graph does not; in DOT it is one edge without an
+arrowhead. Every format keeps variables without edges (the CSV as a row with the name alone). Writers are atomic; readers name the file and the
 problem in one line.
 """
 
@@ -22,7 +23,7 @@ import networkx as nx
 
 from hpc.atomic import write_text_atomic
 from hpc.errors import PsleError
-from hpc.graphs.pdag import DIRECTED, MARKS, PDAG, UNDIRECTED
+from hpc.graphs.pdag import DIRECTED, MARKS, PDAG, REVERSED, UNDIRECTED
 from hpc.jsontext import dumps
 
 
@@ -67,8 +68,14 @@ def write_edge_csv(path: str | os.PathLike, g: PDAG) -> None:
     write_text_atomic(path, buf.getvalue())
 
 
+#: Header names an edge list may use for its columns (compared case-insensitively).
+FROM_NAMES, TO_NAMES, MARK_NAMES = ("from", "source", "cause"), ("to", "target", "effect"), ("edge", "mark")
+EDGE_LIST_HELP = ("an edge list has the header row 'from,to' (or 'from,to,edge' with marks --> for from causes to, "
+                  "<-- or ---), one edge a row, and may list a variable without edges as a row with its name alone")
+
+
 def read_edge_csv(path: str | os.PathLike, variables: list[str] | None = None) -> PDAG:
-    """An edge list `from,to,edge`; variables default to those the edges name, in order seen."""
+    """An edge list `from,to[,edge]`; variables default to those the rows name, in order seen."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
@@ -76,23 +83,38 @@ def read_edge_csv(path: str | os.PathLike, variables: list[str] | None = None) -
         raise PsleError(f"{path}: no such file") from None
     except UnicodeDecodeError:
         raise PsleError(f"{path}: not a UTF-8 text file") from None
-    if not rows or [c.strip() for c in rows[0]] != ["from", "to", "edge"]:
-        raise PsleError(f"{path}: expected the header 'from,to,edge'")
+    return edges_from_rows(rows, str(path), variables)
+
+
+def edges_from_rows(rows: list[list[str]], source: str, variables: list[str] | None = None) -> PDAG:
+    """An edge list's rows, header first (a CSV file's or a DataFrame's): a row without a mark is from --> to,
+    a row naming one variable alone lists it without edges."""
+    header = [c.strip().lower() for c in rows[0]] if rows else []
+    if not (len(header) in (2, 3) and header[0] in FROM_NAMES and header[1] in TO_NAMES
+            and (len(header) == 2 or header[2] in MARK_NAMES)):
+        got = f"the header {','.join(rows[0])!r}" if rows else "no header row"
+        raise PsleError(f"{source}: {got} is not an edge list's: {EDGE_LIST_HELP}")
     edges, alone = [], []
     for line, row in enumerate(rows[1:], start=2):
-        if len(row) != 3:
-            raise PsleError(f"{path}: line {line} has {len(row)} fields, expected 3")
-        a, b, mark = (c.strip() for c in row)
-        if a and not b and not mark:
+        cells = [c.strip() for c in row]
+        if not any(cells):
+            continue
+        if len(cells) not in (1, len(header)):
+            raise PsleError(f"{source}: line {line} has {len(cells)} fields, expected {len(header)} as the header has")
+        a, b, mark = (*cells, "", "")[:3]
+        if not b:
             alone.append(a)  # a variable without edges
-        else:
-            edges.append([a, b, mark])
+            continue
+        if mark not in ("", *MARKS):
+            raise PsleError(f"{source}: line {line}: mark {mark!r} is not one of {', '.join(MARKS)} "
+                            "(--> from causes to, --- undirected); fix the mark or leave it empty for -->")
+        edges.append([a, b, mark or DIRECTED])
     if variables is None:
         variables = list(dict.fromkeys([*(name for e in edges for name in e[:2]), *alone]))
     try:
         return PDAG.from_named_edges(variables, edges)
     except PsleError as exc:
-        raise PsleError(f"{path}: {exc}") from None
+        raise PsleError(f"{source}: {exc}") from None
 
 
 def to_tetrad_text(g: PDAG) -> str:
@@ -133,20 +155,42 @@ def from_tetrad_text(text: str, source: str = "<text>") -> PDAG:
 
 
 def to_networkx(g: PDAG, edge_attributes: dict[tuple[str, str], dict[str, Any]] | None = None) -> nx.DiGraph:
-    """A networkx DiGraph of every variable; each edge a -> b with its mark (`-->`, or `---` for an
-    undirected one, stored once as a -> b) and any `edge_attributes[(a, b)]`."""
+    """A networkx DiGraph of every variable: a directed edge a -> b once, with mark `-->`; an undirected one
+    as both a -> b and b -> a, each with mark `---` (so `edges()` claims no direction the graph does not);
+    any `edge_attributes[(a, b)]` (keyed as `named_edges` writes the edge) go on both."""
     out = nx.DiGraph()
     out.add_nodes_from(g.variables)
     for a, b, mark in g.named_edges():
-        out.add_edge(a, b, mark=mark, **(edge_attributes or {}).get((a, b), {}))
+        attrs = {"mark": mark, **(edge_attributes or {}).get((a, b), {})}
+        out.add_edge(a, b, **attrs)
+        if mark == UNDIRECTED:
+            out.add_edge(b, a, **attrs)
     return out
 
 
 def from_networkx(graph: nx.Graph, source: str) -> PDAG:
-    """The PDAG of a graph whose edges carry `mark`; without one, an edge of a directed graph is `-->`
-    and one of an undirected graph `---`."""
+    """The PDAG of a networkx graph. An edge's `mark` attribute rules where present; in a directed graph an
+    edge without one is `-->`, and a pair joined both ways (`to_networkx`'s undirected edge, or two plain
+    edges) is `---`, so files written by older versions (one edge, mark `---`) read the same; in an
+    undirected graph an edge without a mark is `---`."""
     default = DIRECTED if graph.is_directed() else UNDIRECTED
-    edges = [[str(a), str(b), str(attrs.get("mark", default))] for a, b, attrs in graph.edges(data=True)]
+    given: dict[tuple[str, str], tuple[str, bool]] = {}  # (from, to) -> (--> or ---, whether the file marked it)
+    for a, b, attrs in graph.edges(data=True):
+        mark = str(attrs.get("mark", default))
+        ends = (str(b), str(a)) if mark == REVERSED else (str(a), str(b))
+        if ends in given:
+            raise PsleError(f"{source}: {ends[0]} --> {ends[1]} is given twice (once as {ends[1]} <-- {ends[0]})")
+        given[ends] = (DIRECTED if mark == REVERSED else mark, "mark" in attrs)
+    edges = []
+    for (a, b), (mark, marked) in given.items():
+        back = given.get((b, a))
+        if back is None:
+            edges.append([a, b, mark])
+        elif (a, b) < (b, a):  # a pair joined both ways, taken once
+            if not (mark == back[0] == UNDIRECTED or not (marked or back[1])):
+                raise PsleError(f"{source}: {a} and {b} are joined both ways, as {a} {mark} {b} and {b} {back[0]} {a}; "
+                                "keep one (an undirected edge goes both ways, each marked ---)")
+            edges.append([a, b, UNDIRECTED])
     try:
         return PDAG.from_named_edges([str(v) for v in graph.nodes], edges)
     except PsleError as exc:

@@ -327,16 +327,49 @@ class Selector:
         write_text_atomic(path, dumps(self.document()) + "\n")
 
 
-def extrapolation_note(selector: Selector, outside: list[list[str]], n: int) -> str:
-    """One line saying how many clusters lie outside the selector's training data, on which features,
-    and, when the sample size is one of them, how to fit a selector that covers it."""
-    counts = Counter(f for row in outside for f in row)
-    where = ", ".join(f"{f} on {k}" for f, k in counts.most_common(4))
-    note = (f"{sum(map(bool, outside))} of {len(outside)} clusters lie outside the {selector.target} selector's "
-            f"training data ({where}); its choices there are extrapolated")
+#: A cluster of at most this many variables is learned in moments by every member: when it lies outside the
+#: selector's training data, its pick there costs little and is not worth a warning.
+TRIVIAL_SIZE = 12
+
+
+def extrapolation_note(selector: Selector, outside: list[list[str]], n: int,
+                       features: np.ndarray | None = None) -> str:
+    """Advice, in one line, on the clusters that lie outside the selector's training data: in what way (size,
+    sample size, correlation structure), that its choice there is a guess, and what to do. Given the clusters'
+    `features` (the rows `outside` judged) it names their sizes, and leaves out clusters of TRIVIAL_SIZE
+    variables or fewer: "" when only such clusters are outside, since every member is cheap there."""
+    flagged = [k for k, row in enumerate(outside) if row]
+    sizes = None
+    if features is not None:
+        sizes = np.rint(np.exp(np.atleast_2d(features)[:, FEATURES.index("log_p")])).astype(int)
+        flagged = [k for k in flagged if sizes[k] > TRIVIAL_SIZE]
+        if not flagged:
+            return ""
+    counts = Counter(f for k in flagged for f in outside[k])
+    low, high = (round(float(np.exp(v))) for v in selector.training_range("log_p"))
+    if len(outside) == 1:
+        head = f"{sizes[0]} variables" if sizes is not None else "the problem"
+    else:
+        head = f"{len(flagged)} of {len(outside)} clusters"
+        if sizes is not None:
+            head += f" ({', '.join(str(sizes[k]) for k in flagged[:4])}{' ...' if len(flagged) > 4 else ''} variables)"
+    unlike = []
+    if "log_p" in counts:
+        by_size = [sizes[k] for k in flagged if "log_p" in outside[k]] if sizes is not None else []
+        side = "smaller" if by_size and max(by_size) < low else "larger" if by_size and min(by_size) > high else ""
+        unlike.append(f"{side} than any problem the {selector.target} selector was trained on ({low}-{high} variables)"
+                      if side else f"outside the sizes the {selector.target} selector was trained on ({low}-{high} "
+                                   "variables)")
     if "log_n" in counts:
-        low, high = (round(float(np.exp(v))) for v in selector.training_range("log_n"))
-        trained = f"{low}" if low == high else f"{low}-{high}"
+        unlike.append(f"at a sample size the {selector.target} selector was not trained at")
+    others = [f for f, _ in counts.most_common() if f not in ("log_p", "log_n")]
+    if others:
+        unlike.append(f"with correlations unlike its training clusters' ({', '.join(others[:3])})")
+    note = (f"{head}: {'; '.join(unlike)}: the learner it picks {'there ' if len(outside) > 1 else ''}is a guess "
+            "(--selection all runs every learner and keeps the best BIC)")
+    if "log_n" in counts:
+        low_n, high_n = (round(float(np.exp(v))) for v in selector.training_range("log_n"))
+        trained = f"{low_n}" if low_n == high_n else f"{low_n}-{high_n}"
         note += (f"; it was trained at n = {trained} and this data has n = {n}: `psle records --samples {n}`, "
                  "then `psle selector fit` on those records and the repository's bench/selector-records/*.h5, "
                  "makes one for it")
