@@ -334,3 +334,28 @@ def test_sachs_example_is_fetched_pinned_and_scored_against_its_cyclic_consensus
     scored = psle("evaluate", str(out), "--truth", str(truth), "--json")
     assert scored.returncode == 0 and "not a DAG" in scored.stderr and "compared edge by edge" in scored.stderr
     assert 0 < json.loads(scored.stdout)["f1_adjacent"] < 1
+
+
+@pytest.mark.slow
+@pytest.mark.jvm
+def test_status_reports_a_local_sweep_s_results_so_far(tmp_path):
+    from tests.conftest import psle_experiment
+
+    assert_one_line_failure(psle("status", str(tmp_path)), f"{tmp_path}: no sweep found here (neither a SLURM sweep's")
+    run = psle_experiment(tmp_path, "-m", "executor.workers=1", "progress=false", "method=p-fges",
+                          "dataset.network=asia", "dataset.nodes=16", "seed=0,1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    status = psle("status", str(tmp_path))
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[0].startswith(f"local sweep {tmp_path}/default/.hydra/sweep/") and "shows its progress" in lines[0]
+    assert lines[-1] == "2 tasks: 2 done"
+    for seed, line in zip((0, 1), lines[1:3]):
+        assert " done " in line and f"seed={seed}" in line and line.endswith(f"/p-fges/asia-16/seed{seed}.json")
+    (tmp_path / "default" / "p-fges" / "asia-16" / "seed1.json").unlink()  # as if its task were still running
+    lines = psle("status", str(tmp_path)).stdout.splitlines()
+    assert "started (no result yet)" in lines[2] and lines[-1] == "2 tasks: 1 done, 1 started (no result yet)"
+    import shutil
+
+    shutil.rmtree(next((tmp_path / "default" / ".hydra" / "sweep").iterdir()) / "1")  # as if not started yet
+    assert psle("status", str(tmp_path)).stdout.splitlines()[-1] == "2 tasks: 1 done, 1 not started"

@@ -7,7 +7,7 @@ otherwise `squeue` (live) and `sacct` (history) tell pending, running, requeued 
 
 A local sweep (Hydra's basic launcher) has no manifest: Hydra's `multirun.yaml` and one folder per
 task started, holding that task's config, tell its tasks and where their results go. Nothing records
-whether its process still runs, so a task started without a result is "started, no result yet".
+whether its process still runs, so a task started without a result is "started (no result yet)".
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def local_tasks(sweep: Path) -> tuple[list[dict[str, Any]], int | None]:
         result = result_path(cfg)
         row = {"index": int(folder.name), "job": "local", "result": str(result), "log": str(folder / "experiment.log"),
                "overrides": list(OmegaConf.load(overrides)) if overrides.is_file() else []}
-        rows.append({**row, **(finished(result, since) or {"state": "started, no result yet"})})
+        rows.append({**row, **(finished(result, since) or {"state": "started (no result yet)"})})
     return rows, sweep_size(OmegaConf.load(sweep / LOCAL_SWEEP))
 
 
@@ -185,7 +185,7 @@ def local_status(sweep: Path, watch: float | None, stream) -> list[dict[str, Any
               "it runs in the terminal of the psle-experiment that started it, which shows its progress)\n"
               f"{show(rows)}\n{size if size is not None else len(rows)} tasks: {summary(rows)}{waiting}",
               file=stream, flush=True)
-        if watch is None or (size is not None and all(r["state"] != "started, no result yet" for r in rows)
+        if watch is None or (size is not None and all(r["state"] != "started (no result yet)" for r in rows)
                              and len(rows) >= size):
             return rows
         time.sleep(watch)
