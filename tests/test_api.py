@@ -78,6 +78,11 @@ def test_names_are_kept_from_a_dataframe_an_array_and_a_file(tmp_path):
 
     graph, meta = read_json(tmp_path / "g.json")
     assert graph == from_file.graph and meta == from_file.meta and meta["method"] == "p-fges"
+    from hpc.graphs.knowledge import Knowledge
+
+    told = hpc.learn(df, method="p-fges", serial=True, progress=False,
+                     knowledge=Knowledge(required=frozenset({("gamma", "beta")})))
+    assert ("gamma", "beta", "-->") in told.edges
     estimator = hpc.PSLE(method="p-fges", serial=True, progress=False).fit(df)
     assert list(estimator.feature_names_in_) == list(df.columns) and estimator.n_features_in_ == 4
     assert sorted(estimator.graph_.edges) == sorted(from_frame.to_networkx().edges)
@@ -132,6 +137,32 @@ def test_wrong_data_is_a_one_line_error():
         hpc.learn(np.ones(3))
     with pytest.raises(PsleError, match=r"^names= applies to an array; a DataFrame's columns name its variables"):
         hpc.learn(chain(20), names=["a", "b", "c", "d"])
+
+
+def test_knowledge_naming_no_column_is_refused():
+    from hpc.graphs.knowledge import Knowledge
+
+    with pytest.raises(PsleError, match=r"^knowledge: unknown variable 'zeta' \(not a column of the data\)$"):
+        hpc.learn(chain(20), method="p-fges", knowledge=Knowledge(required=frozenset({("alpha", "zeta")})))
+
+
+@pytest.mark.slow
+def test_a_script_without_the_main_guard_is_told_how_to_fix_it(tmp_path):
+    """dask's workers import the script that started them again; one that calls hpc.learn at its top level
+    gets one line saying what to do, not dask's tracebacks, and does not run on in the workers."""
+    import subprocess
+    import sys
+
+    from hpc.api import SCRIPT_GUARD
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("import numpy as np\nimport hpc\n"
+                      "hpc.learn(np.random.default_rng(0).normal(size=(50, 3)), method='p-fges', workers=1)\n"
+                      "print('the script went on')\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode != 0 and run.stdout == ""
+    assert run.stderr.rstrip().splitlines()[-1] == f"hpc.errors.PsleError: {SCRIPT_GUARD}"
+    assert "Nanny failed" not in run.stderr
 
 
 def test_the_settings_and_their_defaults_are_psle_learn_s():
