@@ -158,11 +158,7 @@ def learn(data: Any, names: list[str] | None = None, **settings: Any) -> Result:
     s = settings_of(settings)
     spec = method_spec(s["method"], _text(s["sle"]), s["selection"], _text(s["selector"]), s["top_k"], s["runaway"],
                        dict(s["param"] or {}), dict(s["pef"] or {}), flag=lambda name: name)
-    if s["output"] is not None:
-        from hpc.atomic import check_output
-        from hpc.graphs.io import GRAPH_FORMATS
-
-        check_output(s["output"], GRAPH_FORMATS, "the graph file", inputs=(data,) if _path(data) else ())
+    _check_outputs(data, s["output"], s["checkpoint"])
     _refuse_worker_reimport()
     x, variables, source = _data(data, names)
     with _workers_explained():
@@ -201,6 +197,18 @@ def _workers_explained() -> Iterator[None]:
         if "failed to start" not in str(exc):
             raise
         raise PsleError(SCRIPT_GUARD) from None
+
+
+def _check_outputs(data: Any, output: Any, checkpoint: Any) -> None:
+    """The graph file and the checkpoint: writable, named as their writers understand, not the data file."""
+    from hpc.atomic import check_output
+    from hpc.graphs.io import GRAPH_FORMATS
+
+    inputs = (data,) if _path(data) else ()
+    if output is not None:
+        check_output(output, GRAPH_FORMATS, "the graph file", inputs=inputs)
+    if checkpoint is not None:
+        check_output(checkpoint, (".h5", ".hdf5"), "the checkpoint", inputs=(*inputs, *([output] if output else [])))
 
 
 def _text(value: Any) -> str | None:

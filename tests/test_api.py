@@ -121,6 +121,7 @@ def test_a_text_column_is_a_one_line_error_naming_it_and_a_value():
     ({"selection": "predicted", "method": "p-fges"}, r"^selection predicted applies to p-sle only, not p-fges$"),
     ({"pef": {"max_sizee": 3}, "method": "p-fges"}, r"^PEF setting max_sizee: unknown; known: "),
     ({"output": "g.png"}, r"g.png: the graph file must be named .json or .csv or"),
+    ({"checkpoint": "run.json", "method": "p-fges"}, r"run.json: the checkpoint must be named .h5 or .hdf5"),
 ])
 def test_a_wrong_setting_is_a_one_line_error_naming_it(settings, message):
     with pytest.raises(PsleError, match=message) as info:

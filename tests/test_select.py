@@ -574,6 +574,22 @@ def test_clusters_unlike_the_selectors_training_data_are_named_and_warned_about(
     assert marked and all("log_n" in m for m in marked)
 
 
+def test_the_extrapolation_note_is_advice_and_silent_on_problems_every_member_learns_in_moments():
+    from hpc.select.selector import TRIVIAL_SIZE, extrapolation_note
+
+    bic = load_selector("bic")
+    low, high = (round(float(np.exp(v))) for v in bic.training_range("log_p"))
+    features = np.zeros((1, len(FEATURES)))
+    features[0, FEATURES.index("log_p")] = np.log(low - 3)
+    assert extrapolation_note(bic, [["log_p"]], 1000, features) == (
+        f"{low - 3} variables: smaller than any problem the bic selector was trained on ({low}-{high} variables): "
+        "the learner it picks is a guess (--selection all runs every learner and keeps the best BIC)")
+    features[0, FEATURES.index("log_p")] = np.log(TRIVIAL_SIZE)
+    assert extrapolation_note(bic, [["log_p"]], 1000, features) == ""  # 12 variables: any member is cheap
+    assert extrapolation_note(bic, [["log_p"]], 1000).startswith(
+        f"the problem: outside the sizes the bic selector was trained on ({low}-{high} variables)")
+
+
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
     import hpc.pef.pipeline as pipeline
     from hpc.learners.ensemble import MemberRun, run_member
