@@ -26,6 +26,7 @@ import pandas as pd
 from hpc.errors import PsleError
 from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG, UNDIRECTED
+from hpc.jsontext import dumps
 
 
 def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -155,11 +156,11 @@ def learn(data: Any, names: list[str] | None = None, **settings: Any) -> Result:
     or a .csv/.tsv/.txt/.h5 path, read as `psle learn` reads it) with `psle learn`'s settings and defaults."""
     from hpc.run import fit_data, method_spec
 
+    _refuse_worker_reimport()
     s = settings_of(settings)
     spec = method_spec(s["method"], _text(s["sle"]), s["selection"], _text(s["selector"]), s["top_k"], s["runaway"],
                        dict(s["param"] or {}), dict(s["pef"] or {}), flag=lambda name: name)
     _check_outputs(data, s["output"], s["checkpoint"])
-    _refuse_worker_reimport()
     x, variables, source = _data(data, names)
     with _workers_explained():
         if s["bootstrap"] is not None:
@@ -168,7 +169,7 @@ def learn(data: Any, names: list[str] | None = None, **settings: Any) -> Result:
                                  not s["serial"], s["scheduler"], s["workers"], None, s["knowledge"], source=source,
                                  context=_context(data, s["knowledge"]), progress=s["progress"],
                                  flag=lambda name: name)
-    result = Result(learner.graph_, json.loads(_dumps(meta)))
+    result = Result(learner.graph_, json.loads(dumps(meta)))  # the types the JSON file holds
     if s["output"] is not None:
         result.save(s["output"])
     return result
@@ -213,12 +214,6 @@ def _check_outputs(data: Any, output: Any, checkpoint: Any) -> None:
 
 def _text(value: Any) -> str | None:
     return None if value is None else os.fspath(value)
-
-
-def _dumps(meta: dict[str, Any]) -> str:
-    from hpc.jsontext import dumps
-
-    return dumps(meta)
 
 
 def _context(data: Any, knowledge: Any) -> dict[str, Any]:
