@@ -21,6 +21,7 @@ from hpc.pef.fusion import FusionConfig, ParentSets, fisher_z_pvalues, fuse, par
 from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cluster_labels, cut, distance_matrix,
                                large_cluster_counts, merge_small, partition, standardize)
 from hpc.pef.pipeline import PEF, WallLimitHit, screener
+from tests.endless import endless_blocks
 
 
 def scipy_linkage(x):
@@ -258,22 +259,43 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
                        rtol=1e-9, atol=1e-15)
 
 
-def _start_time(k: int, data: np.ndarray) -> float:
-    import time
+GATE = "psle-test-order-gate"
 
-    start = time.monotonic()
-    time.sleep(0.05)
-    return start
+
+def _start_time(k: int, data: np.ndarray) -> float:
+    from dask.distributed import Event
+
+    assert Event(GATE).wait(timeout=300), "the gate never opened"
+    return time.monotonic()
 
 
 @pytest.mark.slow
 def test_dask_tasks_start_in_the_order_given_with_scattered_data():
     # PEF hands over its largest clusters first so none is left to run alone at the end; with data
     # scattered to the worker dask otherwise starts them last-submitted-first after the first one.
+    # The first task to start waits at a gate until the scheduler holds every task, so the order is
+    # dask's choice among all of them, not the order they happened to arrive in.
+    import threading
+
+    from dask.distributed import Event
+
     sizes = [400, 350, 300, 250, 200, 150, 100, 50]
     with DaskExecutor(n_workers=1) as executor:
+        client = executor.client
+
+        def open_gate_once_all_are_submitted() -> None:
+            deadline = time.monotonic() + 300
+            while len(client.run_on_scheduler(lambda dask_scheduler: [
+                    k for k in dask_scheduler.tasks if str(k).startswith("located")])) < len(sizes):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            Event(GATE, client=client).set()
+
         data = [executor.scatter(np.zeros((s, s)), broadcast=False) for s in sizes]
+        gate = threading.Thread(target=open_gate_once_all_are_submitted)
+        gate.start()
         started = dict(executor.run(_start_time, [(k, data[k]) for k in range(len(sizes))]))
+        gate.join()
     assert sorted(started, key=started.get) == list(range(len(sizes)))
 
 
@@ -305,22 +327,36 @@ def test_dask_draws_each_task_when_a_worker_is_free_for_it():
         assert dict(executor.run_drawn(_slow_square, lambda: next(tasks, None))).keys() == {"a", "b"}
 
 
-def _busy_interval(_: int) -> tuple[float, float]:
-    start = time.time()
-    time.sleep(0.5)
-    return start, time.time()
+def _short_task(k: int) -> int:
+    time.sleep(0.05)  # pacing only: the draws below count tasks in flight, not time
+    return k
 
 
 @pytest.mark.slow
 def test_dask_draws_onto_workers_that_join_during_the_run():
     # SLURM worker jobs start when the queue lets them: a run begun on one worker must use the next.
+    # Tasks are drawn until the second worker has joined (however long it takes to start), then six
+    # more; a task drawn while another is still in flight shows the run put the new worker to work.
+    draws: list[tuple[bool, int]] = []  # (second worker there?, tasks in flight) at each draw
+    seen = 0
     with DaskExecutor(n_workers=1) as executor:
-        tasks = iter([(k, (k,)) for k in range(30)])
-        executor._cluster.scale(2)  # asked for now, up a few seconds later, while the run goes on
-        ran = dict(executor.run_drawn(_busy_interval, lambda: next(tasks, None)))
-    assert sorted(ran) == list(range(30))
-    intervals = sorted(ran.values())  # two tasks at once only if a second task was drawn for the new worker
-    assert any(later[0] < earlier[1] for earlier, later in zip(intervals, intervals[1:]))
+        executor._cluster.scale(2)  # asked for now, up some time later, while the run goes on
+        deadline = time.monotonic() + 300
+
+        def draw():
+            joined = len(executor.client.nthreads()) >= 2
+            if joined and sum(j for j, _ in draws) == 6:
+                return None
+            assert joined or time.monotonic() < deadline, "the second worker never joined"
+            draws.append((joined, len(draws) - seen))
+            return len(draws) - 1, (len(draws) - 1,)
+
+        for key, k in executor.run_drawn(_short_task, draw):
+            assert key == k
+            seen += 1
+    assert seen == len(draws)
+    assert all(flight == 0 for joined, flight in draws if not joined)  # one worker: one task at a time
+    assert max(flight for joined, flight in draws if joined) == 1  # two workers: two at once, never more
 
 
 @pytest.mark.slow
@@ -367,12 +403,13 @@ def test_pef_serial_and_dask_agree_and_find_the_blocks(tmp_path):
     assert meta["fusion"]["pairs_screened"] == 900 and meta["seconds"]["total"] > 0
 
 
-def test_a_members_limit_is_cut_to_what_is_left_of_the_runs_wall_limit():
+def test_a_members_limit_is_cut_to_what_is_left_of_the_runs_wall_limit(monkeypatch):
     now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now)  # a clock that stands still: exact, however slow the machine
     assert remaining(None, None) is None and remaining(10.0, None) == 10.0
     assert remaining(10.0, now + 100) == 10.0
-    assert 4 < remaining(10.0, now + 5) <= 5 and 4 < remaining(None, now + 5) <= 5
-    assert remaining(10.0, now - 1) < 0
+    assert remaining(10.0, now + 5) == 5 and remaining(None, now + 5) == 5
+    assert remaining(10.0, now - 1) == -1
 
 
 @pytest.mark.parametrize("limit", [0, -5])
@@ -382,19 +419,19 @@ def test_a_wall_limit_must_be_positive(limit):
 
 
 def test_wall_limit_cuts_the_running_cluster_and_skips_the_rest():
-    # fGES (penalty 1) needs 10-12 s on this problem's largest cluster even in a warm JVM; on Alarm-500
-    # all clusters took ~2 s warm, so the limit sometimes fell in fusion and no run was skipped.
-    problem = benchmark_problem(500, 1, 1000, network="hailfinder")
-    start = time.monotonic()
-    pef = PEF([{"method": "fges", "penalty": 1}], wall_limit=2, progress=False).fit(problem.data, problem.variables)
-    elapsed = time.monotonic() - start
+    # Three blocks on which fGES would search for years (tests/endless.py): the first cluster's run is
+    # still going when the limit passes on any machine, so it is the one cut, and the others never start.
+    x, variables = endless_blocks((100, 80, 60))
+    pef = PEF([{"method": "fges", "penalty": 1}], wall_limit=2, partition=PartitionConfig(whole_below=0),
+              progress=False).fit(x, variables)
     assert pef.status_ == "timed out" and pef.graph_ is None and pef.dag_ is None
-    assert elapsed < 2 + 3
-    runs = [r for cluster in pef.cluster_runs_ for r in cluster]
-    # Serially: runs finish until one is cut at the limit; the rest never start.
-    assert {r.status for r in runs} <= {"ok", "timed out"} and sum(r.seconds for r in runs) < 2 + 1
-    skipped = [r for r in runs if r.error == "the run's wall limit passed before it started"]
-    assert 0 < len(skipped) < len(runs) and all(r.status == "timed out" and r.seconds == 0 for r in skipped)
+    assert sorted(len(c) for c in pef.clusters_) == [60, 80, 100]
+    runs = {len(cluster): runs for cluster, runs in zip(pef.clusters_, pef.cluster_runs_)}
+    (cut,) = runs.pop(100)  # serially, the largest cluster first
+    assert cut.status == "timed out" and cut.error is None and cut.seconds > 0
+    skipped = [r for cluster in runs.values() for r in cluster]
+    assert len(skipped) == 2 and all(r.status == "timed out" and r.seconds == 0 and
+                                     r.error == "the run's wall limit passed before it started" for r in skipped)
     assert pef.result_meta()["fusion"] is None
 
 
@@ -403,7 +440,7 @@ def test_fusion_screen_stops_once_the_wall_limit_has_passed():
     z = standardize(rng.normal(size=(200, 6)), np.float64)
     blocks = [(np.arange(3), np.arange(3, 6))]
     parents = ParentSets.of(PDAG(tuple("abcdef"), np.empty((0, 2), dtype=np.int64)))
-    assert len(list(screener(SerialExecutor(), time.time() + 60)((z,), screen_block, blocks, parents, 200, FusionConfig()))) == 1
+    assert len(list(screener(SerialExecutor(), time.time() + 3600)((z,), screen_block, blocks, parents, 200, FusionConfig()))) == 1
     with pytest.raises(WallLimitHit):
         list(screener(SerialExecutor(), time.time() - 1)((z,), screen_block, blocks, parents, 200, FusionConfig()))
 
