@@ -272,8 +272,8 @@ class PEF:
             if outside[i]:
                 account["outside_training"] = outside[i]
             plans[c] = order[:self.top_k], account
-        if any(outside):
-            warnings.warn(extrapolation_note(selector, outside, n), stacklevel=3)
+        if any(outside) and (note := extrapolation_note(selector, outside, n, features)):
+            warnings.warn(note, stacklevel=3)
         return plans
 
     def _run_limit(self, plan: dict[str, Any] | None, k: int, last: bool) -> float | None:
