@@ -19,6 +19,7 @@ from hpc.learners import FGES, PCStable, member_from_spec
 from hpc.learners.bic import bic, covariance, local_scores
 from hpc.learners.members import BOSS, GRaSP, LearnerError
 from hpc.learners.worker import TetradWorker
+from tests.endless import endless_blocks
 
 pytestmark = pytest.mark.jvm
 
@@ -214,15 +215,13 @@ def test_fges_accuracy_on_alarm_100(alarm100):
 
 @pytest.mark.slow
 def test_time_limit_stops_the_search_and_leaves_no_jvm():
-    problem = benchmark_problem(500, 1, 1000, network="alarm")
+    # A block on which fGES would search for years (tests/endless.py): only the limit can end this fit.
+    x, variables = endless_blocks()
     worker = TetradWorker()
-    worker.call("hpc.learners.jvm:start_jvm", {})  # warm: the limit then measures the search alone
+    worker.call("hpc.learners.jvm:start_jvm", {})
     pid = worker.pid
-    start = time.monotonic()
-    m = FGES(penalty=1, time_limit=2, worker=worker).fit(problem.data, problem.variables)
-    elapsed = time.monotonic() - start
+    m = FGES(penalty=1, time_limit=2, worker=worker).fit(x, variables)
     assert m.status_ == "timed out" and m.graph_ is None
-    assert elapsed < 2 + 5
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     # The next fit gets a fresh worker.
@@ -231,30 +230,43 @@ def test_time_limit_stops_the_search_and_leaves_no_jvm():
     worker.kill()
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process (all its threads) has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.mark.slow
 def test_a_killed_caller_takes_its_busy_jvm_worker_down(tmp_path):
-    # The caller starts a long fGES search in its worker, then is SIGKILLed (no atexit, no close):
-    # the worker must not keep searching for nobody.
+    # The caller starts an fGES search in its worker that would run for years, then is SIGKILLed (no
+    # atexit, no close): the worker must not keep searching for nobody.
+    x, _ = endless_blocks()
+    np.save(tmp_path / "cov.npy", covariance(x))
     script = tmp_path / "caller.py"
     script.write_text(
-        "import sys, threading\n"
-        "from hpc.data.generate import benchmark_problem\n"
-        "from hpc.learners.bic import covariance\n"
+        "import sys\n"
+        "import numpy as np\n"
         "from hpc.learners.worker import TetradWorker\n"
-        "p = benchmark_problem(500, 1, 1000, network='alarm')\n"
         "w = TetradWorker(); w.call('hpc.learners.jvm:start_jvm', {})\n"
         "print(w.pid, flush=True)\n"
-        "w.call('hpc.learners.tetrad:run_fges', dict(cov=covariance(p.data), n=1000, penalty=1.0, max_degree=1000, faithfulness=False))\n")
-    caller = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        "w.call('hpc.learners.tetrad:run_fges', dict(cov=np.load(sys.argv[1]), n=1000, penalty=1.0, max_degree=1000, "
+        "faithfulness=False))\n")
+    caller = subprocess.Popen([sys.executable, str(script), str(tmp_path / "cov.npy")], stdout=subprocess.PIPE,
+                              text=True)
     pid = int(caller.stdout.readline())
-    time.sleep(3)  # the search is under way
-    assert running(pid)
+    # The search is under way once the worker, idle after starting its JVM, has spent two CPU-seconds on it.
+    idle = cpu_seconds(pid)
+    deadline = time.monotonic() + 300
+    while cpu_seconds(pid) < idle + 2:
+        assert time.monotonic() < deadline and caller.poll() is None, "the search never started"
+        time.sleep(0.2)
     caller.kill()
     caller.wait()
-    deadline = time.monotonic() + 10
-    while running(pid) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120  # a hang guard: the worker checks for its parent every second
+    while running(pid):
+        assert time.monotonic() < deadline, "the worker outlived its killed caller"
         time.sleep(0.2)
-    assert not running(pid)
 
 
 @pytest.mark.slow
