@@ -5,6 +5,7 @@ seeds >= 100, which no test uses) and prints mean F1-adjacency, F1-arrowhead and
 penalty, over every family and per family, so the default is chosen across families, not on one.
 
 Usage: python scripts/bench_defaults.py [--families alarm er sf hub sbm ws] [--nodes 200] [--seeds 100-101]
+       [--learners fges boss grasp flop] [--penalties 1 2 4]
 """
 
 from __future__ import annotations

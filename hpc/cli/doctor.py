@@ -1,4 +1,4 @@
-"""`psle doctor`: Java, the Tetrad jar and versions; --install fetches the jar."""
+"""`psle doctor`: Java, the Tetrad jar, FLOP and versions; --install fetches the jar."""
 
 from __future__ import annotations
 
@@ -19,8 +19,23 @@ def run(args: argparse.Namespace) -> None:
     info = runtime.report()
     print(f"java      {info.java}\nlibjvm    {info.libjvm}\ntetrad    {info.tetrad}\njar       {info.jar} "
           f"(sha256 ok)\njpype     {info.jpype}")
-    for name, text in runtime.LICENCES.items():
+    print(f"flopsearch {flopsearch_version()}")
+    for name, text in {**runtime.LICENCES, **LICENCES}.items():
         print(f"licence   {name}: {text}")
+
+
+#: Learners outside Tetrad (the Tetrad and Java lines come from hpc.learners.runtime).
+LICENCES = {"FLOP": "MPL-2.0 (github.com/CausalDisco/flopsearch); PyPI package flopsearch, a Rust binary wheel"}
+
+
+def flopsearch_version() -> str:
+    """The installed FLOP package, or what to do without it: only the flop learner needs it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("flopsearch")
+    except PackageNotFoundError:
+        return "not installed: pip install flopsearch==0.3.0 (the flop learner needs it)"
 
 
 def add(sub) -> None:

@@ -12,6 +12,7 @@ the sweep with one clear line too.
 
 from __future__ import annotations
 
+import math
 import numbers
 import shutil
 import subprocess
@@ -106,6 +107,7 @@ def check_task(cfg: Any) -> None:
     from hpc.data.networks import network_names
     from hpc.executors import check_executor_kind
     from hpc.launch.tasks import method_spec
+    from hpc.learners.members import Member
     from hpc.run import build_estimator
 
     if cfg.task not in ("learn", "train"):
@@ -143,6 +145,19 @@ def check_task(cfg: Any) -> None:
     else:
         raise PsleError(f"dataset.kind={ds.kind}: must be bnlearn, file or one of {', '.join(GRAPH_MODELS)}")
     try:
-        build_estimator(method_spec(cfg), cfg.time_limit, cfg.get("wall_limit"))
+        estimator = build_estimator(method_spec(cfg), cfg.time_limit, cfg.get("wall_limit"))
+        if isinstance(estimator, Member) and ds.kind != "file":  # a learner alone sees the whole problem
+            estimator.check_size(int(ds.samples), generated_variables(ds))
     except PsleError as exc:
         raise PsleError(f"method={cfg.method.name}: {exc}") from None
+
+
+def generated_variables(ds: Any) -> int:
+    """How many variables a generated dataset will have, without generating it: a bnlearn network is
+    replicated ceil(nodes / |V|) times, a random graph has exactly `nodes`."""
+    if ds.kind != "bnlearn":
+        return int(ds.nodes)
+    from hpc.data.networks import load_network
+
+    size = load_network(ds.network).p
+    return math.ceil(int(ds.nodes) / size) * size

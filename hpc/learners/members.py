@@ -144,6 +144,9 @@ class Member:
         if self.knowledge is not None and not self.knowledge.empty and not self.takes_knowledge:
             raise PsleError(f"{self.method} does not honour prior knowledge")
 
+    def check_size(self, n: int, p: int) -> None:
+        """Refuse, before any work, a problem of n rows and p variables the learner cannot search."""
+
     def _runner_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `runner` (besides cov and n)."""
         raise NotImplementedError
@@ -155,6 +158,8 @@ class Member:
         x = np.asarray(x, dtype=np.float64)
         variables = tuple(variables) if variables is not None else tuple(f"X{i}" for i in range(x.shape[1]))
         self.validate()
+        if x.ndim == 2:
+            self.check_size(*x.shape)
         check_learnable(x, variables)
         warn_few_rows(x.shape[0], x.shape[1], "data")
         return fit_in_canonical_order(self, x, variables)
@@ -162,6 +167,7 @@ class Member:
     def fit_covariance(self, cov: np.ndarray, n: int, variables: tuple[str, ...]) -> Member:
         """Learn from a covariance matrix (divisor n - 1) and sample size: what PEF and the SLE pass."""
         self.validate()
+        self.check_size(n, cov.shape[0])
         check_runtime()
         worker: TetradWorker = self.worker or default_worker()
         start = time.perf_counter()
@@ -278,7 +284,35 @@ class GRaSP(Member):
                 "start": str(self.start)}
 
 
-MEMBERS: dict[str, type[Member]] = {cls.method: cls for cls in (FGES, PCStable, BOSS, GRaSP)}
+class FLOP(Member):
+    """FLOP (Wienöbst, Henckel & Weichwald, ICLR 2026; `flopsearch`, Rust): an order search with BIC, as
+    BOSS, with iterated-local-search restarts. Not reproducible: it draws from an unseeded generator even
+    without restarts (hpc.learners.flop), so two runs on the same data can give different graphs. Needs
+    fewer variables than rows; takes no knowledge; single-threaded."""
+
+    method, label = "flop", "FLOP"
+    runner = "hpc.learners.flop:run_flop"
+    params = (Param("penalty", float, PENALTY, 1.0, 1000.0, log=True,
+                    doc="BIC penalty λ (its authors recommend 2, as Tetrad's SemBicScore weighs it)"),
+              Param("restarts", int, 0, 0, 100, searched=False,
+                    doc="iterated-local-search restarts after the first search (each about the first's time)"))
+
+    def check_size(self, n: int, p: int) -> None:
+        if p >= n:
+            raise LearnerError(f"{self!r}: {p} variables for {n} rows; FLOP needs fewer variables than rows (the "
+                               "covariance is singular otherwise): use p-flop, whose clusters are smaller "
+                               "(PEF setting max_size below the rows)")
+
+    def _runner_kwargs(self) -> dict[str, Any]:
+        return {"penalty": float(self.penalty), "restarts": int(self.restarts)}
+
+    def result_meta(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        return {**super().result_meta(), "flopsearch_version": version("flopsearch")}
+
+
+MEMBERS: dict[str, type[Member]] = {cls.method: cls for cls in (FGES, PCStable, BOSS, GRaSP, FLOP)}
 
 
 def member_from_spec(spec: dict[str, Any], time_limit: float | None = None, threads: int = 1) -> Member:

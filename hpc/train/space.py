@@ -4,6 +4,8 @@ The default space is the paper's (§4.1.2): fGES (λ ∈ [1, 1000], m ∈ [1, 10
 PC-Stable (α ∈ [0.01, 0.2], depth ∈ [1, 1000]). A hyperparameter is named after its parameter
 when only one method in the space has it (so the paper's space, and checkpoints made with it,
 stay exactly as they were) and `method:parameter` when several do (BOSS and fGES both have λ).
+FLOP's graphs differ run to run (hpc.learners.flop), so SMAC, told the runs are deterministic, sees one
+draw of a FLOP configuration's quality.
 """
 
 from __future__ import annotations
