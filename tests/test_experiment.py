@@ -14,14 +14,21 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.slow
 def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(tmp_path):
-    # P/fGES (penalty 1) on Hailfinder-500 needs ~30 s of cluster runs; 2 s of wall limit cuts it.
-    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset.network=hailfinder",
-                          "dataset.nodes=500", "seed=1", "time_limit=60", "wall_limit=2", timeout=600)
+    # Three blocks on which fGES (penalty 1) would search for years (tests/endless.py): 2 s of wall limit
+    # cuts the first cluster's run on any machine. Each run's own limit is an hour, so a run that ended
+    # well within it was cut by the wall limit; the bound below is that hour's half, not a speed.
+    from hpc.data.problem import Problem, write_problem
+    from tests.endless import endless_blocks
+
+    write_problem(tmp_path / "endless.h5", Problem(*endless_blocks((100, 80, 60), seed=1)))
+    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset=file",
+                          f"dataset.path={tmp_path / 'endless.h5'}", "+pef_options.whole_below=0", "seed=1",
+                          "time_limit=3600", "wall_limit=2", timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    folder = tmp_path / "default" / "p-fges" / "hailfinder-500"
+    folder = tmp_path / "default" / "p-fges" / "endless"
     row = json.loads((folder / "seed1.json").read_text())
-    assert row["status"] == "timed out" and row["time_limit"] == 60 and row["wall_limit"] == 2
-    assert 2 <= row["seconds"] < 2 + 5
+    assert row["status"] == "timed out" and row["time_limit"] == 3600 and row["wall_limit"] == 2
+    assert 2 <= row["seconds"] < 1800
     assert row["clusters_finished"] < row["clusters"] and "f1_adjacent" not in row
     # No graph for a run that did not finish, but an account of how far each cluster's runs got.
     assert sorted(p.name for p in folder.iterdir()) == ["seed1.json", "seed1.runs.json"]
@@ -31,8 +38,10 @@ def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(
     clusters = account["clusters"]
     assert len(clusters) == row["clusters"] and max(c["size"] for c in clusters) == row["largest_cluster"]
     assert sum(c["winner"] is not None for c in clusters) == row["clusters_finished"]
-    statuses = [r["status"] for c in clusters for r in c["runs"]]
-    assert statuses.count("ok") == row["clusters_finished"] and "timed out" in statuses
+    assert row["clusters"] == 3 and row["clusters_finished"] == 0
+    runs = sorted((r["status"], r.get("error", "")) for c in clusters for r in c["runs"])
+    skipped = ("timed out", "the run's wall limit passed before it started")
+    assert runs == [("timed out", ""), skipped, skipped]  # the first run cut, the others never started
 
 
 def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
@@ -280,8 +289,9 @@ def test_ctrl_c_on_a_local_sweep_is_one_line_and_the_same_command_resumes(tmp_pa
 
 @pytest.mark.slow
 def test_warnings_of_a_task_are_one_line_each(tmp_path):
-    # Every member run cut at 0.2 s: each cluster warns, and the run records its timeout.
-    run = psle_experiment(tmp_path, "method=p-sle", "dataset.network=asia", "dataset.nodes=40", "time_limit=0.2",
+    # Every member run cut at a microsecond, on any machine (a run's worker is a fresh process that must
+    # start a JVM before it answers): each cluster warns, and the run records its timeout.
+    run = psle_experiment(tmp_path, "method=p-sle", "dataset.network=asia", "dataset.nodes=40", "time_limit=0.000001",
                           "wall_limit=null", "executor.workers=1", "progress=false", timeout=300)
     assert run.returncode == 0, run.stderr
     warned = [ln for ln in run.stderr.splitlines() if "warning:" in ln.lower()]
