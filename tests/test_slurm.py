@@ -48,6 +48,17 @@ def jobs_since(before: set[str], wanted: int = 1, timeout: float = 60) -> set[st
     return new
 
 
+def jobs_from(folder: Path) -> set[str]:
+    """Jobs submitted from `folder` that SLURM knows of: slurmctld's (squeue: every job from the moment sbatch
+    returns, finished ones for MinJobAge, 300 s here) and accounting's (sacct, which records a job only some
+    seconds after it starts). Other users' jobs on the same SLURM have other working folders."""
+    live = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%Z"], capture_output=True, text=True).stdout
+    past = subprocess.run(["sacct", "-X", "-n", "-a", "-S", "now-1days", "-P", "-o", "JobID,WorkDir"],
+                          capture_output=True, text=True).stdout
+    rows = [ln.strip().split("|", 1) for ln in (live + past).splitlines() if "|" in ln]
+    return {job.split("_")[0] for job, workdir in rows if Path(workdir) == folder}
+
+
 def experiment(tmp: Path, *overrides: str) -> subprocess.CompletedProcess:
     return psle_experiment(tmp, "-m", "hydra/launcher=submitit_slurm", *overrides)
 
@@ -92,23 +103,31 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
 
 @pytest.mark.slow
 def test_submit_and_leave_then_status_follows_the_sweep(tmp_path):
-    start = time.monotonic()
-    run = experiment(tmp_path, "wait=false", "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1",
-                     "executor.workers=1", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "progress=false")
+    # The array is submitted held (sbatch --hold), so none of its tasks can start, let alone finish, until the
+    # test releases it: the command can only return here by leaving, and status is sure to see them pending.
+    task = ["method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1", "executor.workers=1",
+            "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "progress=false"]
+    run = experiment(tmp_path, "wait=false", *task, "+hydra.launcher.additional_parameters.hold=true")
     assert run.returncode == 0, run.stderr[-3000:]
     line = next(ln for ln in run.stderr.splitlines() if ln.startswith("psle-experiment: submitted SLURM array job"))
+    job = line.split("array job ")[1].split()[0]
     sweep = line.rsplit("psle status ", 1)[1]
-    assert not list((tmp_path / "default").glob("p-fges/*/seed*.json"))  # it left before the tasks finished
-    assert time.monotonic() - start < 60
-    watch = subprocess.run([str(BIN / "psle"), "status", sweep, "--watch", "2"], capture_output=True, text=True,
-                           timeout=600)
-    assert watch.returncode == 0, watch.stderr
-    assert watch.stdout.strip().splitlines()[-1] == "2 tasks: 2 done"
-    assert "running" in watch.stdout or "pending" in watch.stdout  # it showed the tasks under way first
-    assert "F1 " in watch.stdout and str(tmp_path / "default" / "p-fges" / "asia-40" / "seed1.json") in watch.stdout
-    again = experiment(tmp_path, "method=p-fges", "dataset.network=asia", "dataset.nodes=40", "seed=0,1",
-                       "executor.workers=1", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
-                       "progress=false")  # blocking: ends with the same summary, the finished tasks skipped
+    assert not list((tmp_path / "default").glob("p-fges/*/seed*.json"))
+    assert jobs_from(tmp_path) == {job}
+    watch = subprocess.Popen([str(BIN / "psle"), "status", sweep, "--watch", "2"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    shown = []
+    deadline = time.monotonic() + 300  # a hang guard: status prints every 2 s
+    while not any("2 tasks: 2 pending" in ln for ln in shown):
+        shown.append(watch.stdout.readline())
+        assert shown[-1] and time.monotonic() < deadline, "".join(shown)
+    subprocess.run(["scontrol", "release", job], check=True)
+    out, err = watch.communicate(timeout=600)
+    assert watch.returncode == 0, err
+    out = "".join(shown) + out
+    assert out.strip().splitlines()[-1] == "2 tasks: 2 done"
+    assert "F1 " in out and str(tmp_path / "default" / "p-fges" / "asia-40" / "seed1.json") in out
+    again = experiment(tmp_path, *task)  # blocking: ends with the same summary, the finished tasks skipped
     assert again.returncode == 0 and "psle-experiment: 2 tasks: 2 skipped (done before)" in again.stderr, \
         again.stderr[-3000:]
 
@@ -202,14 +221,11 @@ def test_psle_learn_as_a_slurm_job_resumes_its_checkpoint_after_a_requeue(tmp_pa
                                                 "dataset.network=nope: unknown network"),
 ])
 def test_wrong_launcher_settings_fail_before_submission(tmp_path, overrides, message):
-    before = sacct_jobs()
-    start = time.monotonic()
     run = experiment(tmp_path, "method=p-fges", "dataset.nodes=40", *overrides)
-    assert time.monotonic() - start < 15  # Hydra start-up and the checks: ~1-3 s idle; a queued job would wait far longer
     assert run.returncode == 2
     errors = [ln for ln in run.stderr.splitlines() if ln.startswith("psle-experiment: error:")]
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in run.stderr
-    assert sacct_jobs() == before
+    assert jobs_from(tmp_path) == set()  # nothing was submitted (a job would be in squeue as soon as sbatch returned)
 
 
 @pytest.fixture(scope="module")
@@ -358,17 +374,15 @@ def test_psle_learn_nodes_refuses_worker_jobs_no_node_can_run_before_submitting(
     problem = tmp_path / "a.h5"
     assert subprocess.run([str(BIN / "psle"), "generate", "--network", "asia", "--nodes", "40", "--seed", "0", "-o",
                            str(problem)], capture_output=True).returncode == 0
-    before = sacct_jobs()
     for flags, message in ((["--worker-cpus", "64"], "--cpus=64: partition debug's largest node has"),
                            (["--worker-mem-gb", "4096"], "--mem-gb (each worker job's GB)=4096"),
                            (["--method", "fges"], "--method fges runs in one process")):
         run = subprocess.run([str(BIN / "psle"), "learn", str(problem), "-o", str(tmp_path / "g.json"), "--nodes", "3",
-                              *flags], capture_output=True, text=True, timeout=120)
+                              *flags], capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert run.returncode != 0 and message in run.stderr, run.stderr
         assert len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert not (tmp_path / "g.json").exists()
-    time.sleep(3)
-    assert jobs_since(before, 1, timeout=0) == set()
+    assert jobs_from(tmp_path) == set()  # neither the run's job nor a worker job was submitted
 
 
 @pytest.mark.slow
