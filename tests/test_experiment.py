@@ -39,9 +39,10 @@ def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(
     assert len(clusters) == row["clusters"] and max(c["size"] for c in clusters) == row["largest_cluster"]
     assert sum(c["winner"] is not None for c in clusters) == row["clusters_finished"]
     assert row["clusters"] == 3 and row["clusters_finished"] == 0
-    runs = sorted((r["status"], r.get("error", "")) for c in clusters for r in c["runs"])
-    skipped = ("timed out", "the run's wall limit passed before it started")
-    assert runs == [("timed out", ""), skipped, skipped]  # the first run cut, the others never started
+    runs = [(r["status"], r.get("error")) for c in clusters for r in c["runs"]]
+    # The run going when the limit passed was cut; the others never started.
+    assert len(runs) == 3 and all(status == "timed out" for status, _ in runs)
+    assert [error for _, error in runs].count("the run's wall limit passed before it started") >= 2
 
 
 def test_a_plain_learners_run_is_its_whole_run_so_the_smaller_limit_applies():
