@@ -12,12 +12,15 @@
 
 A later tier never causes an earlier one. Parsing checks the file against the data's variables (an
 unknown name is refused) and against itself (a required edge that a tier, a forbidden edge or the
-reverse required edge rules out is refused), each in one line naming the file and the line, before any
-work starts.
+reverse required edge rules out is refused, as are required edges that, with the tiers, admit no order of the
+variables), each in one line naming the file and the line, before any work starts.
+
+`consistent_order` gives the order searches (BOSS, GRaSP) a start that the knowledge allows.
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,6 +204,107 @@ def _check(knowledge: Knowledge, source: str) -> None:
         if not knowledge.allows(a, b):
             why = "it is forbidden" if (a, b) in knowledge.forbidden else "the tiers rule it out"
             raise PsleError(f"{source}: required edge {a} --> {b} contradicts the file: {why}")
+    _check_orderable(knowledge, source)
+
+
+def consistent_order(order: np.ndarray, spec: dict[str, Any] | None) -> np.ndarray:
+    """`order` (of all variables, by index) rearranged so that the knowledge `spec` (Knowledge.indexed's form)
+    allows it: each required edge's parent before its child, and of the variables in tiers, every earlier tier's
+    before a later tier's; otherwise as close to `order` as a stable topological sort keeps it (Kahn's
+    algorithm, taking next the earliest variable of `order` that may come next). Raises OrderError naming a
+    cycle of these constraints when there is no such order."""
+    order = np.asarray(order, dtype=np.int64)
+    if spec is None or (not len(spec["required"]) and not any(len(t) for t in spec["tiers"])):
+        return order
+    p = len(order)
+    rank = np.empty(p, dtype=np.int64)
+    rank[order] = np.arange(p)
+    tier_of = np.full(p, -1, dtype=np.int64)
+    for t, tier in enumerate(spec["tiers"]):
+        tier_of[np.asarray(tier, dtype=np.int64)] = t
+    left = [len(tier) for tier in spec["tiers"]]  # variables of each tier not yet placed
+    children: list[list[int]] = [[] for _ in range(p)]
+    waiting = np.zeros(p, dtype=np.int64)  # required parents not yet placed
+    for a, b in np.asarray(spec["required"], dtype=np.int64).reshape(-1, 2).tolist():
+        children[a].append(b)
+        waiting[b] += 1
+    current = 0  # the earliest tier with a variable not yet placed
+    while current < len(left) and not left[current]:
+        current += 1
+    held: list[list[int]] = [[] for _ in left]  # free of required parents, waiting for an earlier tier
+    ready: list[tuple[int, int]] = []
+
+    def free(v: int) -> None:
+        if tier_of[v] > current:
+            held[tier_of[v]].append(v)
+        else:
+            heapq.heappush(ready, (int(rank[v]), v))
+
+    for v in range(p):
+        if not waiting[v]:
+            free(v)
+    out: list[int] = []
+    while ready:
+        _, v = heapq.heappop(ready)
+        out.append(v)
+        for c in children[v]:
+            waiting[c] -= 1
+            if not waiting[c]:
+                free(c)
+        if tier_of[v] >= 0:
+            left[tier_of[v]] -= 1
+            while current < len(left) and not left[current]:
+                current += 1
+                if current < len(left):
+                    for u in held[current]:
+                        heapq.heappush(ready, (int(rank[u]), u))
+    if len(out) < p:
+        raise OrderError(_cycle(np.setdiff1d(np.arange(p), out), tier_of, spec))
+    return np.array(out, dtype=np.int64)
+
+
+class OrderError(ValueError):
+    """No order of the variables keeps every required parent before its child and the tiers in order; `cycle`
+    holds the indices of variables each of which must come before the next (and the last before the first)."""
+
+    def __init__(self, cycle: list[int]) -> None:
+        super().__init__(f"no order of the variables honours the knowledge: cycle {cycle}")
+        self.cycle = cycle
+
+
+def _cycle(stuck: np.ndarray, tier_of: np.ndarray, spec: dict[str, Any]) -> list[int]:
+    """A cycle among the variables consistent_order could not place: each has one of them that must come first
+    (an unplaced required parent, or an unplaced variable of an earlier tier); walk back until one repeats."""
+    unplaced = set(stuck.tolist())
+    parents: dict[int, list[int]] = {v: [] for v in unplaced}
+    for a, b in np.asarray(spec["required"], dtype=np.int64).reshape(-1, 2).tolist():
+        if a in unplaced and b in unplaced:
+            parents[b].append(a)
+    earliest: dict[int, int] = {}  # per tier, an unplaced variable of it
+    for v in sorted(unplaced):
+        if tier_of[v] >= 0:
+            earliest.setdefault(int(tier_of[v]), v)
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    v = int(stuck[0])
+    while v not in seen:
+        seen[v] = len(path)
+        path.append(v)
+        if parents[v]:
+            v = parents[v][0]
+        else:  # held back by an earlier tier
+            v = next(u for t, u in sorted(earliest.items()) if t < tier_of[v])
+    return path[seen[v]:][::-1]
+
+
+def _check_orderable(knowledge: Knowledge, source: str) -> None:
+    names = sorted({v for tier in knowledge.tiers for v in tier} | {v for e in knowledge.required for v in e})
+    try:
+        consistent_order(np.arange(len(names)), knowledge.indexed(names))
+    except OrderError as exc:
+        cycle = [names[v] for v in exc.cycle]
+        raise PsleError(f"{source}: no order of the variables puts every required edge's cause first and the tiers "
+                        f"in order: {' before '.join(cycle + cycle[:1])}") from None
 
 
 def read_knowledge(path: str | Path, variables: tuple[str, ...] | list[str]) -> Knowledge:

@@ -56,23 +56,140 @@ def graph_to_arrays(graph, p: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.array(directed, dtype=np.int64).reshape(-1, 2), np.array(undirected, dtype=np.int64).reshape(-1, 2))
 
 
-def tetrad_knowledge(spec: dict[str, Any] | None):
-    """Tetrad's Knowledge from hpc.graphs.knowledge's indexed form (None: no knowledge)."""
+def tetrad_knowledge(spec: dict[str, Any] | None, tiers: bool = True):
+    """Tetrad's Knowledge from hpc.graphs.knowledge's indexed form (None: no knowledge). With `tiers` false the
+    tiers become the forbidden edges they imply, as rules over sets of variables (each later tier's variables to
+    each earlier tier's, a closed tier's to its own: the rule Tetrad itself keeps for a closed tier), which forbid
+    the same edges and leave every variable outside all tiers as far as an order search's start is concerned
+    (see the note on required edges)."""
     from edu.cmu.tetrad.data import Knowledge
 
     knowledge = Knowledge()
     if spec is None:
         return knowledge
-    for t, tier in enumerate(spec["tiers"]):
-        for i in tier:
-            knowledge.addToTier(t, tetrad_name(int(i)))
-    for t in spec["closed"]:
-        knowledge.setTierForbiddenWithin(int(t), True)
+    groups = [[tetrad_name(int(i)) for i in tier] for tier in spec["tiers"]]
+    if tiers:
+        for t, names in enumerate(groups):
+            for name in names:
+                knowledge.addToTier(t, name)
+        for t in spec["closed"]:
+            knowledge.setTierForbiddenWithin(int(t), True)
+    else:
+        # Tetrad reads a spec with a '*' in it as comma-separated patterns over the names it knows ('*' for any
+        # characters): our names with one pattern that matches none of them ("zz*": every name starts with v)
+        # is a set of exactly those variables.
+        for names in groups:
+            for name in names:
+                knowledge.addVariable(name)
+        closed = {int(t) for t in spec["closed"]}
+        for later, names in enumerate(groups):
+            for earlier in range(later + 1 if later in closed else later):
+                if names and groups[earlier]:
+                    knowledge.setForbidden(",".join(names + ["zz*"]), ",".join(groups[earlier] + ["zz*"]))
     for a, b in np.asarray(spec["forbidden"]).tolist():
         knowledge.setForbidden(tetrad_name(a), tetrad_name(b))
     for a, b in np.asarray(spec["required"]).tolist():
         knowledge.setRequired(tetrad_name(a), tetrad_name(b))
     return knowledge
+
+
+def has_required(spec: dict[str, Any] | None) -> bool:
+    return spec is not None and len(spec["required"]) > 0
+
+
+# Required edges in Tetrad 7.6.8's order searches. BOSS and GRaSP keep a required edge a --> b by never moving
+# b before a: a variable's grow-shrink tree takes a required parent only when it precedes it in the order. Three
+# places in Tetrad get this wrong, and our runners work around each:
+# - Boss.betterMutationAsync (BOSS on more than one thread) stops scanning x's places at x's first required
+#   child, but then picks x's best place among all of them, the unscanned ones scored from zeros. It moves x
+#   past that child; from then on its idea of where x is is wrong, every pass "improves" the order again, and
+#   the search never ends (a single requiredirect line hung BOSS on Sachs). The sequential betterMutation stops
+#   at the child as it should: BOSS runs on one thread where a required edge lies inside a suborder it searches
+#   (boss_threads).
+# - makeValidKnowledgeOrder, which BOSS and GRaSP apply to every start, fixes required edges in one pass, moving
+#   a variable before its first required child: a chain of required edges can come out of it still reversed
+#   (c --> a, b --> c from a b c gives c a b), and the search need not repair that (GRaSP refuses every order
+#   that keeps it; BOSS need not move the variable), so the required edge is lost. We start every search from
+#   an order that already honours the knowledge (consistent_order), which that pass leaves as it is, and run the
+#   restarts ourselves from such orders instead of Tetrad's shuffles (start_orders, best_of_starts).
+# - The same function first moves the variables outside all tiers to the front. When tiers leave some variables
+#   out and a required edge goes from a tiered variable to one of those, no start survives that move and the
+#   pass after it (b --> a --> u, b and a tiered, u not: u goes first, a before u, b stays after a). There the
+#   search gets the tiers as forbidden-edge rules instead (order_knowledge): the same edges are forbidden, and
+#   the searches' moves never read the tiers anyway (their parent sets do, through the forbidden edges).
+def _tier_of(spec: dict[str, Any], p: int) -> np.ndarray:
+    tier_of = np.full(p, -1, dtype=np.int64)
+    for t, tier in enumerate(spec["tiers"]):
+        tier_of[np.asarray(tier, dtype=np.int64)] = t
+    return tier_of
+
+
+def boss_threads(spec: dict[str, Any] | None, p: int, threads: int) -> int:
+    """BOSS's threads: one where a required edge joins two variables of one suborder that BOSS orders (one
+    tier when tiers cover every variable, else all of them), see the note above."""
+    if not has_required(spec) or threads <= 1:
+        return threads
+    assert spec is not None
+    tier_of = _tier_of(spec, p)
+    required = np.asarray(spec["required"], dtype=np.int64).reshape(-1, 2)
+    if (tier_of >= 0).all() and (tier_of[required[:, 0]] != tier_of[required[:, 1]]).all():
+        return threads  # PermutationSearch orders tier by tier, and each required edge joins two tiers
+    return 1
+
+
+def order_knowledge(spec: dict[str, Any] | None, p: int):
+    """The Tetrad Knowledge an order search (BOSS, GRaSP) gets: with its tiers, unless a required edge goes from a
+    variable in a tier to one outside all tiers; then with the tiers as forbidden-edge rules (see the note)."""
+    if not has_required(spec):
+        return tetrad_knowledge(spec)
+    assert spec is not None
+    tier_of = _tier_of(spec, p)
+    required = np.asarray(spec["required"], dtype=np.int64).reshape(-1, 2)
+    if not ((tier_of[required[:, 0]] >= 0) & (tier_of[required[:, 1]] < 0)).any():
+        return tetrad_knowledge(spec)
+    knowledge = tetrad_knowledge(spec, tiers=False)
+    for i in range(p):  # every variable known, and none in a tier: the start's layout keeps the order as it is
+        knowledge.addVariable(tetrad_name(i))
+    return knowledge
+
+
+def _dag_score(score, nodes, parents) -> float:
+    """The score of the DAG whose parent sets Tetrad's `parents` (a Map of Node to a collection of Nodes) give."""
+    from jpype import JArray, JInt
+
+    index = {str(nodes.get(i).getName()): i for i in range(nodes.size())}
+    return float(sum(score.localScore(i, JArray(JInt)([index[str(u.getName())] for u in parents(nodes.get(i))]))
+                     for i in range(nodes.size())))
+
+
+def allowed_start(order: np.ndarray, spec: dict[str, Any] | None) -> np.ndarray:
+    """`order` made one the knowledge allows where it has required edges (consistent_order; see the note).
+    Tiers alone Tetrad's own start layout keeps."""
+    from hpc.graphs.knowledge import consistent_order
+
+    return consistent_order(order, spec) if has_required(spec) else np.asarray(order, dtype=np.int64)
+
+
+def start_orders(first: np.ndarray, num_starts: int, spec: dict[str, Any] | None) -> list[np.ndarray]:
+    """The starts of an order search with required edges: `first`, then seeded random orders, each made one the
+    knowledge allows (consistent_order)."""
+    from hpc.graphs.knowledge import consistent_order
+
+    rng = np.random.default_rng(0)
+    orders = [np.asarray(first, dtype=np.int64)] + [rng.permutation(len(first)) for _ in range(num_starts - 1)]
+    return [consistent_order(order, spec) for order in orders]
+
+
+def best_of_starts(run, starts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """`run(order)` -> (score, (directed, undirected)) from each start; the edges of the best score (the first
+    of equals)."""
+    best = None
+    for order in starts:
+        score, edges = run(order)
+        if best is None or score > best[0]:
+            best = (score, edges)
+    assert best is not None
+    return best[1]
 
 
 def reorder_knowledge(spec: dict[str, Any] | None, order: np.ndarray) -> dict[str, Any] | None:
@@ -159,7 +276,8 @@ def run_boss_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np
     """BOSS over the columns of `x`, started from `order`, where a variable's parents may come only from its
     partners in `pairs` (and its required parents), as `knowledge` allows; the DAG it ends at, as parent ->
     child rows. The restriction goes into each variable's grow-shrink tree (its forbidden parents), which is
-    where BOSS scores parent sets; BOSS itself keeps the knowledge's tiers and required edges in its moves."""
+    where BOSS scores parent sets; BOSS itself keeps the knowledge's tiers and required edges in its moves, from
+    `order` made one the knowledge allows (see the note on required edges)."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
     from java.util import ArrayList
@@ -170,12 +288,12 @@ def run_boss_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np
     boss = Boss(score)
     boss.setUseBes(False)
     boss.setNumStarts(1)
-    boss.setNumThreads(int(threads))
+    boss.setNumThreads(boss_threads(knowledge, p, int(threads)))  # see the note on required edges
     boss.setVerbose(False)
     search = PermutationSearch(boss)
     search.setSeed(0)
     if knowledge is not None:  # each tree gets the knowledge's required and forbidden parents first
-        search.setKnowledge(tetrad_knowledge(knowledge))
+        search.setKnowledge(order_knowledge(knowledge, p))
     partners: list[list[int]] = [[v] for v in range(p)]
     for a, b in np.asarray(pairs).tolist():
         partners[a].append(b)
@@ -188,10 +306,7 @@ def run_boss_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np
         forbidden.removeAll(allowed)
         forbidden.addAll(tree.getForbidden())
         tree.setKnowledge(required, forbidden)
-    start = ArrayList()
-    for i in np.asarray(order).tolist():
-        start.add(nodes.get(i))
-    search.setOrder(start)
+    search.setOrder(_nodes(nodes, allowed_start(order, knowledge)))
     search.search(False)
     index = {str(nodes.get(i).getName()): i for i in range(p)}
     parents = boss.getParents()
@@ -234,27 +349,45 @@ def _sem_bic(cov: np.ndarray, n: int, penalty: float):
 START_DEGREE = 10
 
 
+def _nodes(nodes, order: np.ndarray):
+    """A Java list of `nodes` (a Java list) taken in `order`."""
+    from java.util import ArrayList
+
+    out = ArrayList()
+    for i in np.asarray(order).tolist():
+        out.add(nodes.get(i))
+    return out
+
+
 def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: int = 1,
                 knowledge: dict[str, Any] | None = None) -> np.ndarray:
     """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
     faithful fGES (same penalty, degree at most START_DEGREE) finds, so the search starts near a good
     order whatever the column order; "columns": the order of `cov`'s columns (the learners' data-derived
-    canonical order, in effect a random one)."""
+    canonical order, in effect a random one). Either made one that `knowledge` allows (allowed_start)."""
+    from hpc.errors import GraphError
     from hpc.graphs.equivalence import pdag_to_dag, topological_order
     from hpc.graphs.pdag import PDAG
 
     if start == "columns":
-        return np.arange(cov.shape[0])
-    directed, undirected = run_fges(cov, n, penalty, START_DEGREE, True, threads, knowledge)
+        return allowed_start(np.arange(cov.shape[0]), knowledge)
     names = tuple(str(i) for i in range(cov.shape[0]))
-    return topological_order(pdag_to_dag(PDAG(names, directed, undirected), strict=False))
+    try:
+        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, threads, knowledge))
+        order = topological_order(pdag_to_dag(graph, strict=False))
+    except GraphError:  # Tetrad's fGES can close a directed cycle through a required edge: start without them
+        assert knowledge is not None
+        free = {**knowledge, "required": np.empty((0, 2), dtype=np.int64)}
+        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, threads, free))
+        order = topological_order(pdag_to_dag(graph, strict=False))
+    return allowed_start(order, knowledge)
 
 
 def _in_order(search, cov: np.ndarray, order: np.ndarray,
               knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Run `search(cov reordered, its knowledge)` and give its edges back in `cov`'s indices."""
-    directed, undirected = search(np.ascontiguousarray(cov[np.ix_(order, order)]),
-                                  tetrad_knowledge(reorder_knowledge(knowledge, order)))
+    """Run `search(cov reordered, its knowledge)` (hpc.graphs.knowledge's indexed form) and give its edges back
+    in `cov`'s indices."""
+    directed, undirected = search(np.ascontiguousarray(cov[np.ix_(order, order)]), reorder_knowledge(knowledge, order))
     return order[directed], order[undirected]
 
 
@@ -262,20 +395,35 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
              threads: int = 1, knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
     count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
-    start is the given order (see start_order)."""
+    start is the given order (see start_order); with required edges we run the restarts (see the note on
+    required edges)."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
 
-    def search(c: np.ndarray, known) -> tuple[np.ndarray, np.ndarray]:
-        boss = Boss(_sem_bic(c, n, penalty))
+    p = cov.shape[0]
+
+    def search(c: np.ndarray, known: dict[str, Any] | None) -> tuple[np.ndarray, np.ndarray]:
+        score = _sem_bic(c, n, penalty)
+        boss = Boss(score)
         boss.setUseBes(bool(use_bes))
-        boss.setNumStarts(int(num_starts))
-        boss.setNumThreads(int(threads))
+        boss.setNumStarts(1 if has_required(known) else int(num_starts))
+        boss.setNumThreads(boss_threads(known, p, int(threads)))
         boss.setVerbose(False)
         permutation = PermutationSearch(boss)
         permutation.setSeed(0)
-        permutation.setKnowledge(known)
-        return graph_to_arrays(permutation.search(True), c.shape[0])
+        permutation.setKnowledge(order_knowledge(known, p))
+        if not has_required(known):
+            return graph_to_arrays(permutation.search(True), p)
+        nodes = score.getVariables()
+
+        def run(order: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+            for v in range(p):  # as Tetrad's own restarts do (Boss.resetAfterRS): the trees' caches start anew
+                permutation.getGST(nodes.get(v)).reset()
+            permutation.setOrder(_nodes(nodes, order))
+            graph = permutation.search(True)
+            return _dag_score(score, nodes, boss.getParents().get), graph_to_arrays(graph, p)
+
+        return best_of_starts(run, start_orders(np.arange(p), int(num_starts), known))
 
     return _in_order(search, cov, start_order(cov, n, penalty, start, threads, knowledge), knowledge)
 
@@ -283,19 +431,31 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
 def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: int,
               start: str = "fges", knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GRaSP (greedy relaxations of the sparsest permutation) with Tetrad's SemBicScore; seeded; its
-    first start is the given order (see start_order)."""
+    first start is the given order (see start_order); with required edges we run the restarts (see the note
+    on required edges)."""
     start_jvm()
     from edu.cmu.tetrad.search import Grasp
 
-    def search(c: np.ndarray, known) -> tuple[np.ndarray, np.ndarray]:
+    p = cov.shape[0]
+
+    def search(c: np.ndarray, known: dict[str, Any] | None) -> tuple[np.ndarray, np.ndarray]:
         score = _sem_bic(c, n, penalty)
         grasp = Grasp(score)
-        grasp.setKnowledge(known)
+        grasp.setKnowledge(order_knowledge(known, p))
         grasp.setDepth(int(depth))
-        grasp.setNumStarts(int(num_starts))
+        grasp.setNumStarts(1 if has_required(known) else int(num_starts))
         grasp.setSeed(0)
         grasp.setVerbose(False)
-        grasp.bestOrder(score.getVariables())
-        return graph_to_arrays(grasp.getGraph(True), c.shape[0])
+        nodes = score.getVariables()
+        if not has_required(known):
+            grasp.bestOrder(nodes)
+            return graph_to_arrays(grasp.getGraph(True), p)
+
+        def run(order: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+            grasp.bestOrder(_nodes(nodes, order))
+            dag = grasp.getGraph(False)
+            return _dag_score(score, nodes, dag.getParents), graph_to_arrays(grasp.getGraph(True), p)
+
+        return best_of_starts(run, start_orders(np.arange(p), int(num_starts), known))
 
     return _in_order(search, cov, start_order(cov, n, penalty, start, knowledge=knowledge), knowledge)
