@@ -16,8 +16,16 @@ from hpc.errors import PsleError
 from tests.conftest import dag
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "docs" / "learn_from_python.py"
 README_HEADING = "## Learning from Python"
+
+
+def readme_example() -> str:
+    """The ```python block under README.md's "Learning from Python" heading: the example a user copies."""
+    text = (ROOT / "README.md").read_text()
+    assert README_HEADING in text, f"README.md has no {README_HEADING!r} section"
+    block = re.search(r"```python\n(.*?)```", text[text.index(README_HEADING):], re.S)
+    assert block is not None, "README.md's Python section has no ```python block"
+    return block.group(1)
 
 
 def chain(n: int = 500, seed: int = 0) -> pd.DataFrame:
@@ -40,7 +48,7 @@ def test_the_readme_example_gives_a_networkx_graph_over_the_data_s_columns(tmp_p
     space: dict = {"__name__": "readme_example"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        exec(compile(EXAMPLE.read_text(), str(EXAMPLE), "exec"), space)
+        exec(compile(readme_example(), "README.md", "exec"), space)
     graph, df = space["graph"], space["df"]
     assert isinstance(graph, nx.DiGraph) and list(graph.nodes) == list(df.columns)
     assert graph.degree("noise") == 0
@@ -51,14 +59,6 @@ def test_the_readme_example_gives_a_networkx_graph_over_the_data_s_columns(tmp_p
         "the truth: 1 variable(s) of the result are not in it ('noise'): counted as having no true edges"]
     back = nx.read_graphml(tmp_path / "graph.graphml")
     assert sorted(back.edges(data="mark")) == sorted(graph.edges(data="mark"))
-
-
-def test_the_readme_shows_the_example_that_is_tested():
-    """README.md's ```python block under its "Learning from Python" heading is docs/learn_from_python.py."""
-    text = (ROOT / "README.md").read_text()
-    assert README_HEADING in text, f"README.md has no {README_HEADING!r} section"
-    block = re.search(r"```python\n(.*?)```", text[text.index(README_HEADING):], re.S)
-    assert block is not None and block.group(1) == EXAMPLE.read_text()
 
 
 @pytest.mark.slow
