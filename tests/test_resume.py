@@ -6,6 +6,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,10 +40,25 @@ def problem(tmp_path_factory) -> Path:
 
 
 def learn(problem: Path, out: Path, *extra: str) -> subprocess.Popen:
-    """Every member on every cluster (the paper's rule): enough runs that each kill lands mid-run."""
+    """Every member on every cluster (the paper's rule): dozens of member runs and steps after fusion to kill at."""
     return subprocess.Popen([PSLE, "learn", str(problem), "--selection", "all", "--workers", "2", "-o", str(out),
                              *extra],
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def partition_line(run: subprocess.Popen) -> tuple[threading.Event, list[str]]:
+    """Set once `run` has printed its partition (made, or taken from the checkpoint), with its stderr so far;
+    read on a thread, so the run never waits on a full pipe."""
+    seen, lines = threading.Event(), []
+
+    def read() -> None:
+        for line in run.stderr:
+            lines.append(line)
+            if line.startswith("psle: partition:"):
+                seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return seen, lines
 
 
 @pytest.mark.slow
@@ -58,20 +74,19 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
              + (meta["polish"] or {}).get("searches", 0) + ("penalty" in (meta["sweep"] or {}))
              + sum(p["searches"] for p in (meta["recut"] or {}).get("passes", [])))
     ckpt = tmp_path / "run.h5"
-    rng = random.Random(os.getpid())  # other moments on every run of the suite
-    # Three kills, each after a random number of newly finished member runs (0: while partitioning or just
-    # after); together at most half of them, so the last kill still finds work left however fast the runs are.
-    moments = [rng.randint(0, members // 6) for _ in range(3)]
-    for wait_for in moments:
-        before = checkpoint_counts(ckpt)[2]
+    rng = random.Random(os.getpid())  # other events on every run of the suite
+    # Three kills, each once the run has printed its partition and the checkpoint holds a random number of
+    # results (member runs and steps after fusion; at or below those held already: right after the
+    # partition). At most half of all results: the output is written only after the last, so every kill
+    # lands in a run with at least half its work left, whatever the machine's speed.
+    for target in sorted(rng.randint(0, total // 2) for _ in range(3)):
         killed = learn(problem, tmp_path / "g.json", "--checkpoint", str(ckpt))
-        end = time.monotonic() + 300
-        while checkpoint_counts(ckpt)[2] < before + wait_for:
-            assert killed.poll() is None and time.monotonic() < end, "finished before it could be killed"
+        partitioned, lines = partition_line(killed)
+        end = time.monotonic() + 900  # a hang guard only
+        while not (partitioned.is_set() and checkpoint_counts(ckpt)[1] >= target):
+            assert killed.poll() is None and time.monotonic() < end, "".join(lines)
             time.sleep(0.05)
-        time.sleep(rng.uniform(0, 0.5))  # and somewhere inside the next run
-        assert killed.poll() is None, "finished before it could be killed"
-        os.killpg(killed.pid, signal.SIGKILL)  # the driver, its dask workers and their JVMs, mid-run
+        os.killpg(killed.pid, signal.SIGKILL)  # the driver, its dask workers and their JVMs
         killed.wait()
         assert not (tmp_path / "g.json").exists()
     held = checkpoint_counts(ckpt)[2]
