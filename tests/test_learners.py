@@ -323,14 +323,15 @@ def test_member_from_spec_round_trips_and_rejects_unknowns():
         member_from_spec({"method": "notears"})
 
 
-def test_threads_reach_fges_only_and_do_not_change_its_graph(alarm100):
-    # Threads are a run setting: fGES takes them, PC-Stable (single-threaded here) is built without,
-    # and neither records them in its spec.
-    assert member_from_spec({"method": "fges"}, threads=4).threads == 4
+def test_threads_reach_boss_only_and_fges_runs_on_one(alarm100):
+    # Threads are a run setting: BOSS takes them; fGES runs on one (Tetrad's parallel fGES breaks score ties by
+    # thread timing) and PC-Stable is single-threaded here, so both are built without; no spec records them.
+    assert member_from_spec({"method": "boss"}, threads=4).threads == 4
+    assert member_from_spec({"method": "fges"}, threads=4).threads == 1
     assert member_from_spec({"method": "pc-stable"}, threads=4).spec() == PCStable().spec()
-    assert "threads" not in member_from_spec({"method": "fges"}, threads=4).spec()
-    one = FGES(threads=1).fit(alarm100.data, alarm100.variables).graph_
-    two = FGES(threads=2).fit(alarm100.data, alarm100.variables).graph_
+    assert "threads" not in member_from_spec({"method": "boss"}, threads=4).spec()
+    one = BOSS(threads=1).fit(alarm100.data, alarm100.variables).graph_
+    two = BOSS(threads=2).fit(alarm100.data, alarm100.variables).graph_
     assert one == two
 
 

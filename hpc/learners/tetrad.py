@@ -202,8 +202,13 @@ def reorder_knowledge(spec: dict[str, Any] | None, order: np.ndarray) -> dict[st
             "required": new[np.asarray(spec["required"], dtype=np.int64)].reshape(-1, 2)}
 
 
+#: Every fGES runs on one thread: Tetrad's parallel fGES breaks an exact score tie by thread timing, so its
+#: graph would depend on the machine's load and on the cores a run is given (seen on a 200-variable problem).
+FGES_THREADS = 1
+
+
 def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfulness: bool,
-             threads: int = 1, knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+             knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore
@@ -213,7 +218,7 @@ def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfuln
     search = Fges(score)
     search.setMaxDegree(int(max_degree))  # Fges copies ceil(ln n) from the score otherwise
     search.setFaithfulnessAssumed(bool(faithfulness))
-    search.setNumThreads(int(threads))
+    search.setNumThreads(FGES_THREADS)
     search.setVerbose(False)
     if knowledge is not None:
         search.setKnowledge(tetrad_knowledge(knowledge))
@@ -245,7 +250,7 @@ def _graph(nodes, directed: np.ndarray, undirected: np.ndarray):
 
 
 def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undirected: np.ndarray,
-                     pairs: np.ndarray | None, threads: int = 1,
+                     pairs: np.ndarray | None,
                      knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """fGES (faithfulness assumed) over all columns of `x`, started from the PDAG (`directed`,
     `undirected`) and adding edges only between `pairs` (Fges's bound graph; None: any pair), as
@@ -261,7 +266,7 @@ def run_fges_bounded(x: np.ndarray, penalty: float, directed: np.ndarray, undire
     search = Fges(score)
     search.setFaithfulnessAssumed(True)
     search.setMaxDegree(-1)
-    search.setNumThreads(int(threads))
+    search.setNumThreads(FGES_THREADS)
     search.setVerbose(False)
     if pairs is not None:
         search.setBoundGraph(_graph(nodes, np.empty((0, 2), dtype=np.int64), pairs))
@@ -359,7 +364,7 @@ def _nodes(nodes, order: np.ndarray):
     return out
 
 
-def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: int = 1,
+def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
                 knowledge: dict[str, Any] | None = None) -> np.ndarray:
     """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
     faithful fGES (same penalty, degree at most START_DEGREE) finds, so the search starts near a good
@@ -373,12 +378,12 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str, threads: in
         return allowed_start(np.arange(cov.shape[0]), knowledge)
     names = tuple(str(i) for i in range(cov.shape[0]))
     try:
-        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, threads, knowledge))
+        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge))
         order = topological_order(pdag_to_dag(graph, strict=False))
     except GraphError:  # Tetrad's fGES can close a directed cycle through a required edge: start without them
         assert knowledge is not None
         free = {**knowledge, "required": np.empty((0, 2), dtype=np.int64)}
-        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, threads, free))
+        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, free))
         order = topological_order(pdag_to_dag(graph, strict=False))
     return allowed_start(order, knowledge)
 
@@ -425,7 +430,7 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
 
         return best_of_starts(run, start_orders(np.arange(p), int(num_starts), known))
 
-    return _in_order(search, cov, start_order(cov, n, penalty, start, threads, knowledge), knowledge)
+    return _in_order(search, cov, start_order(cov, n, penalty, start, knowledge), knowledge)
 
 
 def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: int,
@@ -458,4 +463,4 @@ def run_grasp(cov: np.ndarray, n: int, penalty: float, depth: int, num_starts: i
 
         return best_of_starts(run, start_orders(np.arange(p), int(num_starts), known))
 
-    return _in_order(search, cov, start_order(cov, n, penalty, start, knowledge=knowledge), knowledge)
+    return _in_order(search, cov, start_order(cov, n, penalty, start, knowledge), knowledge)

@@ -36,9 +36,6 @@ from hpc.graphs.pdag import PDAG, pair_keys
 
 #: The repair's runner in the JVM worker (hpc.learners.tetrad).
 RUNNER = "hpc.learners.tetrad:run_fges_bounded"
-#: Threads of the steps' fGES searches: Tetrad's parallel fGES may break an exact score tie either way, by
-#: thread timing, so one thread gives the same graph under any load (a block's search is a task of its own).
-FGES_THREADS = 1
 #: Largest block one repair search covers; problems up to this size are repaired in one search. On
 #: Alarm-10000 seed 100 (tuning; no test seed) blocks of 500, 1,000 and 2,000 gave SHD 3,853, 3,847 and
 #: 3,850 with 49, 101 and 256 s of repair; on Alarm-1000 seed 100 blocks of 500 gave SHD 296 against 295
@@ -195,7 +192,7 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
-def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, until: float | None,
+def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | None,
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
     (hpc.graphs.knowledge's indexed form); None when the user's wall limit `until` (`time.time()`, the same
@@ -205,7 +202,7 @@ def repair_search(x: np.ndarray, block: Block, penalty: float, threads: int, unt
 
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                 "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
-                                "threads": threads, **({"knowledge": knowledge} if knowledge else {})},
+                                **({"knowledge": knowledge} if knowledge else {})},
                        remaining(None, until))
 
 
@@ -238,7 +235,7 @@ class Repair(Step):
                             f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
             begin = time.perf_counter()
             results: list = [None] * len(blocks)
-            tasks = [(data, block, config.penalty, FGES_THREADS, chain.deadline, chain.indexed(block.columns))
+            tasks = [(data, block, config.penalty, chain.deadline, chain.indexed(block.columns))
                      for block in blocks]
             for b, result in searches(chain, repair_search, tasks):
                 results[b] = result

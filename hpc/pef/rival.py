@@ -25,7 +25,7 @@ from hpc.learners.ensemble import MemberRun, run_member
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.pef.partition import crossing_share
 from hpc.pef.polish import PolishConfig, polish_graph
-from hpc.pef.repair import FGES_THREADS, changes
+from hpc.pef.repair import changes
 from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit
 
 #: The rival: fGES with faithfulness at the learned ensemble's winning penalty (λ 2.54, at most 91 parents),
@@ -108,7 +108,7 @@ class Rival(Step):
         else:
             chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} variables")
             task = (RIVAL, chain.executor.scatter(cov, broadcast=False), chain.n, chain.graph.variables, None,
-                    FGES_THREADS, chain.deadline, chain.knowledge)
+                    1, chain.deadline, chain.knowledge)  # fGES takes one thread (hpc.learners.tetrad)
             result = next(iter(chain.executor.run(run_member, [task])))[1]
             if result.status == TIMED_OUT:  # only the user's wall limit bounds it
                 raise WallLimitHit

@@ -21,7 +21,7 @@ import numpy as np
 from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
-from hpc.pef.repair import FGES_THREADS, Block, changes, repair_search
+from hpc.pef.repair import Block, changes, repair_search
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
 
@@ -73,7 +73,7 @@ class Sweep(Step):
                             f"(penalty {self.config.penalty:g})")
             begin = time.perf_counter()
             whole = Block(np.arange(graph.p), graph.p, graph.directed, graph.undirected, None)  # no bound on pairs
-            task = (chain.executor.scatter(chain.z), whole, self.config.penalty, FGES_THREADS, chain.deadline,
+            task = (chain.executor.scatter(chain.z), whole, self.config.penalty, chain.deadline,
                     chain.indexed(np.arange(graph.p)))
             result = next(searches(chain, repair_search, [task]))[1]
             memory.put(0, MemberRun(spec, "ok", result[0], result[1], None, time.perf_counter() - begin))
