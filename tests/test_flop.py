@@ -82,14 +82,20 @@ def test_cpdag_arrays_reads_flops_encoding_and_refuses_anything_else():
             cpdag_arrays(np.array(bad, dtype=float))
 
 
-def test_no_fewer_variables_than_rows_is_refused_in_one_line_before_any_search():
+def test_no_fewer_variables_than_rows_is_refused_in_one_line_before_any_search(monkeypatch):
+    import hpc.learners.members as members
+
+    def no_worker():
+        raise AssertionError("a worker was asked to search")
+
+    monkeypatch.setattr(members, "default_worker", no_worker)  # refused before any worker is asked
     x = np.random.default_rng(0).standard_normal((30, 30))
     with pytest.raises(LearnerError, match=r"^flop\(penalty=2.0, restarts=0\): 30 variables for 30 rows; .*p-flop") as caught:
         FLOP().fit(x)
     assert "\n" not in str(caught.value)
     # A PEF cluster too large for its rows: the member run fails with that line; the others go on.
     run = run_member({"method": "flop"}, covariance(x), 30, tuple(f"X{i}" for i in range(30)))
-    assert run.status == "failed" and "30 variables for 30 rows" in run.error and run.seconds < 1
+    assert run.status == "failed" and "30 variables for 30 rows" in run.error
 
 
 def test_a_singular_covariance_with_fewer_variables_than_rows_fails_naming_it():
@@ -192,7 +198,7 @@ def test_a_killed_caller_takes_its_worker_down_mid_search(tmp_path):
         assert running(pid) and cpu_seconds(pid) >= start + 1
         caller.kill()
         caller.wait()
-        guard = time.monotonic() + 10
+        guard = time.monotonic() + 120  # a hang guard: the kernel ends it at once
         while running(pid) and time.monotonic() < guard:
             time.sleep(0.1)
         assert not running(pid)
