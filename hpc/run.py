@@ -207,6 +207,8 @@ def fit_data(x: Any, variables: tuple[str, ...], spec: MethodSpec, time_limit: f
     label = label or spec.name
     check_runtime()
     check_learnable(x, variables, source, warn=False)  # refusals name the source; the learner warns
+    if isinstance(learner, Member):  # a learner that cannot take this shape (FLOP, p >= n) says so first
+        learner.check_size(*x.shape)
     if knowledge is not None:
         learner.knowledge = checked_knowledge(knowledge, variables)
         learner.validate()
