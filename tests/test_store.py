@@ -67,22 +67,22 @@ def test_train_checkpoint_version_1_resumes_unverified_and_others_are_refused(tm
         Checkpoint(path, {"k": 2})
 
 
-def test_run_checkpoint_version_4_round_trips_and_others_are_refused(tmp_path):
+def test_run_checkpoint_version_5_round_trips_and_others_are_refused(tmp_path):
     path = tmp_path / "run.h5"
     memory = RunCheckpoint(path, {"data": "x"})
     memory.set_clusters([np.array([0, 2]), np.array([1])])
     again = RunCheckpoint(path, {"data": "x"})
-    assert [c.tolist() for c in again.clusters] == [[0, 2], [1]] and RUN_STORE.version == 4
+    assert [c.tolist() for c in again.clusters] == [[0, 2], [1]] and RUN_STORE.version == 5
     with pytest.raises(PsleError, match=r"other data \(differ in: data\)"):
         RunCheckpoint(path, {"data": "y"})
     set_attrs(path, recorded=5)  # an edit the checksum must catch
     with pytest.raises(PsleError, match="does not match its checksum"):
         RunCheckpoint(path, {"data": "x"})
-    for version in (1, 2, 3):  # refused with their reason (tests/test_repair.py), and a future one plainly
+    for version in (1, 2, 3, 4):  # refused with their reason (tests/test_repair.py), and a future one plainly
         assert RUN_STORE.older[version] is not None
-    set_attrs(path, version=5)
+    set_attrs(path, version=6)
     kept = path.read_bytes()
-    with pytest.raises(PsleError, match="psle learn checkpoint format version 5 is not 4"):
+    with pytest.raises(PsleError, match="psle learn checkpoint format version 6 is not 5"):
         RunCheckpoint(path, {"data": "x"})
     assert path.read_bytes() == kept  # refused, not overwritten
 
