@@ -325,9 +325,7 @@ class PEF:
         try:
             if not expired:
                 self._fuse_step(z, union, clusters, run)
-                if self.graph_ is not None and len(clusters) > 1:
-                    run.show.note("after fusion: " + (" -> ".join(s.name for s in self.steps if s.enabled()) or
-                                                      "no step (all turned off)"))
+                if self.graph_ is not None:
                     chain = Chain(x, z, self.graph_, clusters, run.executor, run.show, run.deadline, self._known(),
                                   run.memory, canonical(asdict(self.fusion)))
                     self.steps_ = run_chain(self.steps, chain, run.timed)

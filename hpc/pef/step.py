@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -124,6 +124,7 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
     accounts: dict[str, dict[str, Any] | None] = {step.name: None for step in steps}
     if len(chain.clusters) == 1:
         return accounts
+    chain.show.note("after fusion: " + (" -> ".join(s.name for s in steps if s.enabled()) or "no step (all off)"))
     for step in steps:
         if not step.enabled():
             continue
@@ -146,8 +147,6 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
 
 def configure(kinds: tuple[type[Step], ...], options: dict[str, Any]) -> tuple[Step, ...]:
     """The steps of `kinds` with `options` ({"polish.upto": 0, ...}) applied to their configs and checked."""
-    from dataclasses import replace
-
     by_name = {kind.name: kind for kind in kinds}
     configs = {kind.name: kind.Config() for kind in kinds}
     for key, value in options.items():
