@@ -25,6 +25,7 @@ from hpc.learners.flop import cpdag_arrays, factor
 from hpc.learners.members import FLOP, MEMBERS, TIMED_OUT, LearnerError
 from hpc.learners.worker import TetradWorker
 from tests.conftest import dag
+from tests.processes import cpu_seconds, running
 
 N = 5000
 CHAIN = dag("abcd", "a>b b>c c>d")  # its CPDAG: a - b - c - d
@@ -160,19 +161,8 @@ def test_a_time_limit_kills_the_worker_mid_search():
     worker.kill()
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.slow

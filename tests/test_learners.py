@@ -20,6 +20,7 @@ from hpc.learners.bic import bic, covariance, local_scores
 from hpc.learners.members import BOSS, GRaSP, LearnerError
 from hpc.learners.worker import TetradWorker
 from tests.endless import endless_blocks
+from tests.processes import cpu_seconds, running
 
 pytestmark = pytest.mark.jvm
 
@@ -230,11 +231,6 @@ def test_time_limit_stops_the_search_and_leaves_no_jvm():
     worker.kill()
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time a process (all its threads) has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.mark.slow
@@ -280,13 +276,6 @@ def test_members_fitted_from_concurrent_threads_get_their_own_results(alarm100):
     assert together == alone
 
 
-def running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan's exit status may wait for a reaper that never comes)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_java_exception_names_the_member_and_parameters():
