@@ -40,11 +40,13 @@ def add(sub) -> None:
     source.add_argument("--graph", choices=GRAPH_MODELS, help="random graph model instead (hub: a few nodes with 30 children or parents; "
                         "sbm: communities of 20-50 variables; plc: scale-free with triangles; geo: 2-D neighbourhoods; "
                         "mosaic: blocks of 100-300 variables, each er, sf, ws or hub; layer: edges only from each "
-                        "layer of 20-60 variables to the next)")
+                        "layer of 20-60 variables to the next; modular: modules of 20-200 variables, 1-3 parents "
+                        "each, 85%% of them in the variable's module; modular-large: modules of 100-500, 90%% inside, "
+                        "with hubs; both ignore --edges-per-node)")
     gen.add_argument("--nodes", type=whole(1), required=True, help="target number of variables")
     gen.add_argument("--seed", type=whole(0), default=0)
     gen.add_argument("--samples", type=whole(2), default=1000)
-    gen.add_argument("--edges-per-node", type=whole(1), default=2, help="random graphs: edges = this x nodes")
+    gen.add_argument("--edges-per-node", type=whole(1), default=2, help="random graphs: edges = this x nodes (not modular)")
     gen.add_argument("--rewire", type=probability, default=0.1, help="Watts-Strogatz rewiring probability")
     gen.add_argument("--order", choices=ORDERS, default=ORDERS[0],
                      help="column order of a replicated network: shuffled (seeded; the default, since a file's order "

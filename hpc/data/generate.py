@@ -26,7 +26,7 @@ GENERATOR_VERSION = 2
 #: nothing about causes) or "generator" (replica by replica in the base network's order, as the paper's
 #: files were, where most true edges point forward: 95 % of Asia's, 62 % of Alarm's).
 ORDERS = ("shuffled", "generator")
-GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc", "geo", "mosaic", "layer")
+GRAPH_MODELS = ("er", "sf", "ws", "hub", "sbm", "plc", "geo", "mosaic", "layer", "modular", "modular-large")
 #: Every kind of problem the generator makes: bnlearn replicas and the random graph models.
 FAMILIES = ("bnlearn", *GRAPH_MODELS)
 #: Children (out-hubs) or parents (in-hubs) of each hub in the `hub` model.
@@ -47,6 +47,15 @@ MOSAIC_MODELS = ("er", "sf", "ws", "hub")
 MOSAIC_BETWEEN = 0.1
 #: Layer widths (inclusive range) in the `layer` model.
 LAYER_WIDTH = (20, 60)
+#: Module sizes (inclusive range) and the expected share of parents inside a variable's own module in the
+#: `modular` model: clusters far larger than the bnlearn replicas' or sbm's blocks.
+MODULAR_SIZE = (20, 200)
+MODULAR_WITHIN = 0.85
+#: The same for `modular-large`, whose in-module parents are drawn by preferential attachment.
+MODULAR_LARGE_SIZE = (100, 500)
+MODULAR_LARGE_WITHIN = 0.90
+#: Parents per variable (inclusive range, uniform) in both modular models.
+MODULAR_PARENTS = (1, 3)
 #: The paper's edge-weight magnitudes (low, high).
 WEIGHTS = (0.5, 1.0)
 
@@ -111,7 +120,7 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
                rewire: float = 0.1) -> PDAG:
     """Erdős–Rényi (`er`), scale-free (`sf`), Watts–Strogatz (`ws`), hub-heavy (`hub`),
     community-structured (`sbm`), clustered scale-free (`plc`), random geometric (`geo`), mixed
-    (`mosaic`) or layered (`layer`) DAG.
+    (`mosaic`), layered (`layer`) or modular (`modular`, `modular-large`) DAG.
 
     ER and SF have exactly edges_per_node·p edges (SF grows from a complete graph on
     2·edges_per_node + 1 nodes); WS is a ring lattice of 2·edges_per_node neighbours with
@@ -129,9 +138,14 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
     cross edges as the blocks hold: one network whose parts favour different learners. `layer` stacks
     layers of LAYER_WIDTH variables and draws edges_per_node·p edges, each from a variable to one in
     the next layer: a cascade whose every node with two parents is an unshielded collider (no
-    triangles), so the CPDAG is almost fully oriented, unlike any other model's.
+    triangles), so the CPDAG is almost fully oriented, unlike any other model's. `modular` splits the
+    variables into modules of MODULAR_SIZE variables and gives each MODULAR_PARENTS parents drawn from
+    earlier variables of a random order, MODULAR_WITHIN of them (in expectation) from its own module;
+    `modular-large` has modules of MODULAR_LARGE_SIZE, MODULAR_LARGE_WITHIN of parents inside, drawn in
+    proportion to 1 + their out-degree so far (a few hubs per module): networks whose clusters are big.
+    Both ignore edges_per_node (about 2 p edges, from the parents' range).
     Edges are oriented along a random permutation (mosaic: along an interleaving of its blocks';
-    layer: from each layer to the next).
+    layer: from each layer to the next; modular: along the order parents are drawn in).
     """
     if n_nodes <= 0:
         raise PsleError(f"number of nodes must be positive, got {n_nodes}")
@@ -144,6 +158,10 @@ def random_dag(model: str, n_nodes: int, rng: np.random.Generator, edges_per_nod
         return _mosaic(n_nodes, m, rng)
     if model == "layer":
         return _layered(n_nodes, m, rng)
+    if model == "modular":
+        return _modular(n_nodes, MODULAR_SIZE, MODULAR_WITHIN, False, rng)[0]
+    if model == "modular-large":
+        return _modular(n_nodes, MODULAR_LARGE_SIZE, MODULAR_LARGE_WITHIN, True, rng)[0]
     graph = _skeleton(model, n_nodes, m, rewire, rng, int(rng.integers(2**31)))
     edges = np.array(sorted(graph.edges()), dtype=np.int64).reshape(-1, 2)
     rank = rng.permutation(n_nodes)
@@ -259,6 +277,51 @@ def _layered(n_nodes: int, m: int, rng: np.random.Generator) -> PDAG:
         edges = np.concatenate([edges, label[np.stack([tail, head], axis=1)]])
         edges = edges[np.sort(np.unique(pair_keys(edges, n_nodes), return_index=True)[1])][:count]
     return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), edges.astype(np.int64))
+
+
+def _modular(n_nodes: int, size: tuple[int, int], within: float, preferential: bool,
+             rng: np.random.Generator) -> tuple[PDAG, np.ndarray]:
+    """The modular models' DAG and each variable's module. Module sizes are drawn from `size`, the last
+    module taking the rest (a rest under size[0] joins the module before it). Variables come in a random
+    order; each draws MODULAR_PARENTS parents among the earlier ones, each inside its own module with
+    probability `within` (uniformly, or in proportion to 1 + out-degree so far if `preferential`),
+    else uniformly from other modules. A parent wanted on one side with no earlier variable left there is
+    drawn on the other (a module's first variable draws all its parents from other modules), so only the
+    first variable of the order has none. Names are shuffled: a name says nothing of module or order."""
+    sizes: list[int] = []
+    while sum(sizes) < n_nodes:
+        rest = n_nodes - sum(sizes)
+        drawn = int(rng.integers(size[0], size[1] + 1))
+        sizes.append(rest if rest - drawn < size[0] else drawn)
+    module = np.repeat(np.arange(len(sizes)), sizes)
+    order = rng.permutation(n_nodes)  # order[t] is the variable drawn t-th
+    label = rng.permutation(n_nodes)  # variable v is named X{label[v] + 1}
+    members: list[list[int]] = [[] for _ in sizes]  # each module's variables so far, in order
+    out_degree = np.zeros(n_nodes, dtype=np.int64)
+    edges: list[tuple[int, int]] = []
+    for t, v in enumerate(order.tolist()):
+        own = members[module[v]]
+        wanted = int(rng.integers(MODULAR_PARENTS[0], MODULAR_PARENTS[1] + 1))
+        inside = min(int(rng.binomial(wanted, within)), len(own))
+        outside = min(wanted - inside, t - len(own))
+        inside = min(wanted - outside, len(own))  # a parent wanted outside, with no variable there, comes inside
+        parents: list[int] = []
+        if inside:
+            weight = 1.0 + out_degree[own] if preferential else np.ones(len(own))
+            parents = [own[i] for i in rng.choice(len(own), size=inside, replace=False, p=weight / weight.sum())]
+        chosen: set[int] = set()
+        while len(chosen) < outside:  # rejection: most earlier variables are in other modules
+            u = int(order[rng.integers(t)])
+            if module[u] != module[v]:
+                chosen.add(u)
+        parents += sorted(chosen)
+        out_degree[parents] += 1
+        edges += [(u, v) for u in parents]
+        own.append(v)
+    pairs = label[np.array(edges, dtype=np.int64).reshape(-1, 2)]
+    named = np.empty(n_nodes, dtype=np.int64)
+    named[label] = module
+    return PDAG(tuple(f"X{i}" for i in range(1, n_nodes + 1)), pairs), named
 
 
 def _hub_edges(n_nodes: int, rank: np.ndarray, rng: np.random.Generator) -> np.ndarray:
