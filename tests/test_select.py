@@ -575,6 +575,7 @@ def test_clusters_unlike_the_selectors_training_data_are_named_and_warned_about(
 
 
 def test_the_extrapolation_note_is_advice_and_silent_on_problems_every_member_learns_in_moments():
+    from hpc.cli.learn import member_repr
     from hpc.select.selector import TRIVIAL_SIZE, extrapolation_note
 
     bic = load_selector("bic")
@@ -583,11 +584,52 @@ def test_the_extrapolation_note_is_advice_and_silent_on_problems_every_member_le
     features[0, FEATURES.index("log_p")] = np.log(low - 3)
     assert extrapolation_note(bic, [["log_p"]], 1000, features) == (
         f"{low - 3} variables: smaller than any problem the bic selector was trained on ({low}-{high} variables): "
-        "the learner it picks is a guess (--selection all runs every learner and keeps the best BIC)")
+        f"its pick would be a guess, so it gets {member_repr(bic.portfolio[bic.fallback])}, the member whose time grows "
+        "slowest with size of those that did well on its training clusters (--selection all runs every learner and "
+        "keeps the best BIC)")
     features[0, FEATURES.index("log_p")] = np.log(TRIVIAL_SIZE)
     assert extrapolation_note(bic, [["log_p"]], 1000, features) == ""  # 12 variables: any member is cheap
     assert extrapolation_note(bic, [["log_p"]], 1000).startswith(
         f"the problem: outside the sizes the bic selector was trained on ({low}-{high} variables)")
+
+
+def test_the_fallback_is_the_member_whose_time_grows_slowest_among_those_that_did_well():
+    truth = load_selector("truth")
+    spec = truth.portfolio[truth.fallback]
+    # Of the members within 0.1 mean Q of the best on the records, the fGES capped at 11 parents.
+    assert spec == {"method": "fges", "penalty": 5.6246, "max_parents": 11, "faithfulness": False}
+    # A selector without timing records cannot rank growth: its first member.
+    features = np.zeros((2, len(FEATURES)))
+    assert Selector("truth", "pair", PAIR, features, np.ones((2, 2)), np.ones(2)).fallback == 0
+
+
+@pytest.mark.slow
+@pytest.mark.jvm
+def test_clusters_outside_the_training_data_get_the_fallback_and_one_line_says_so():
+    import warnings
+
+    from hpc.cli.learn import member_repr
+    from hpc.learners.ensemble import load_sle
+    from hpc.select.selector import TRIVIAL_SIZE
+
+    truth = load_selector("truth")
+    high = np.exp(truth.training_range("log_n")[1])
+    rows = int(high * 1.5)  # more rows than any training cluster had: every cluster is outside
+    problem = benchmark_problem(150, 5, rows, network="insurance")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pef = PEF(load_sle("portfolio")[1], progress=False, selection="predicted", selector=truth,
+                  partition=PartitionConfig(whole_below=0)).fit(problem.data, problem.variables)
+    notes = [str(w.message) for w in caught if "training data" in str(w.message) or "trained" in str(w.message)]
+    assert len(notes) == 1, notes
+    fallback = member_repr(truth.portfolio[truth.fallback])
+    assert f"get {fallback}" in notes[0] or f"gets {fallback}" in notes[0]
+    clusters = [c for c in pef.result_meta()["clusters"] if c["size"] > TRIVIAL_SIZE]
+    assert clusters and all("log_n" in c["selection"]["outside_training"] for c in clusters)
+    for c in clusters:
+        assert c["selection"]["fallback"] == "outside the selector's training data"
+        assert c["winner"] == truth.fallback  # the only member run there
+        assert [r["status"] for r in c["runs"]].count("not run") == len(truth.portfolio) - 1
 
 
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):
@@ -759,9 +801,9 @@ def test_shipped_selectors_load_and_hold_the_portfolios_their_methods_name():
     truth, bic = load_selector("truth"), load_selector("bic")
     assert truth.target == "truth" and truth.portfolio == load_sle("portfolio")[1]
     assert bic.target == "bic" and bic.portfolio == load_sle("learned")[1]
-    # Every family the generator makes but `layer`, held out to measure how selection transfers
-    # (bench/HISTORY.md, "A family the selector never saw: layered cascades").
-    assert set(truth.provenance["families"]) == set(FAMILIES) - {"layer"}
+    # layer (held out to measure how selection transfers, bench/HISTORY.md) and the modular families, made after
+    # its records: no cluster of theirs trained it
+    assert set(truth.provenance["families"]) == set(FAMILIES) - {"layer", "modular", "modular-large"}
 
 
 @pytest.mark.slow

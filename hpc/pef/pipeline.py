@@ -38,7 +38,7 @@ from hpc.pef.step import Chain, Step, WallLimitHit, run_chain
 from hpc.pef.steps import NAMES, default_steps
 from hpc.progress import Progress
 from hpc.select.features import FEATURES, cluster_features
-from hpc.select.selector import Selector, extrapolation_note, load_selector
+from hpc.select.selector import TRIVIAL_SIZE, Selector, extrapolation_note, load_selector
 
 SELECTIONS = ("all", "predicted")
 #: The runaway guard never cuts a run shorter than this: it is there for searches that would go on for
@@ -46,8 +46,30 @@ SELECTIONS = ("all", "predicted")
 #: its prediction; on the yeast network BOSS runs took up to 27 times theirs (275 s), and with 300 s here
 #: one of them, slowed by other work on the machine, was cut.
 RUNAWAY_FLOOR = 900.0
+#: A cluster's pick predicted to cost over this many times the selector's fallback member there ...
+COST_GATE = 10.0
+#: ... and over this many seconds is not started: the fallback runs first.
+GATE_FLOOR = 60.0
 #: Default runaway factor: on the records the chosen member took at most 14 times its prediction.
 RUNAWAY = 20.0
+
+
+def fallback_reason(outside: list[str], size: int, order: list[int], seconds: np.ndarray | None, i: int,
+                    fallback: int) -> str | None:
+    """Why a cluster runs the selector's fallback member first instead of its pick (None: it does not).
+    Outside the selector's training data (above TRIVIAL_SIZE variables) its pick is an extrapolation; inside
+    it, a pick predicted to cost over COST_GATE times the fallback's there (and over GATE_FLOOR seconds) is
+    not started. Both are decided from the cluster's features before any run, so no machine's speed
+    enters the choice."""
+    if order[0] == fallback:
+        return None
+    if outside and size > TRIVIAL_SIZE:
+        return "outside the selector's training data"
+    if seconds is not None:
+        mine, safe = float(seconds[i][order[0]]), float(seconds[i][fallback])
+        if mine > max(GATE_FLOOR, COST_GATE * safe):
+            return f"its pick's predicted {mine:.0f} s is over {COST_GATE:g}x the fallback's {safe:.0f} s"
+    return None
 
 
 def screener(executor, deadline: float | None = None, memory: RunCheckpoint | None = None) -> Callable:
@@ -271,6 +293,9 @@ class PEF:
                 account["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
             if outside[i]:
                 account["outside_training"] = outside[i]
+            if why := fallback_reason(outside[i], covs[c].shape[0], order, seconds, i, selector.fallback):
+                order = [selector.fallback] + [k for k in order if k != selector.fallback]
+                account.update(order=order, fallback=why)
             plans[c] = order[:self.top_k], account
         if any(outside) and (note := extrapolation_note(selector, outside, n, features)):
             warnings.warn(note, stacklevel=3)
@@ -388,8 +413,10 @@ class PEF:
             by_cluster = dict(jobs)
             plans = self._plans([by_cluster[c][:len(idx), :len(idx)] for c, idx in enumerate(clusters)], run.n)
         if self.selection == "predicted":
+            fell = sum(1 for _, account in plans if account and "fallback" in account)
             run.show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members_)} "
-                          "member runs chosen")
+                          "member runs chosen" + (f", {fell} of {len(clusters)} clusters on the selector's fallback "
+                                                  f"{self.members_[self._selector().fallback]}" if fell else ""))
         warn_few_rows(run.n, max(len(s) for s in searched), "the largest cluster's search")
         return searched, jobs, plans
 

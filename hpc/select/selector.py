@@ -58,6 +58,8 @@ SECONDS_FLOOR = 0.1  # log(seconds + floor): sub-second runs differ by noise, no
 TIMED_OUT_WITH = 2 / 3
 #: ... and the other timed out on at least this many clusters (fewer say little).
 MIN_TIMEOUTS = 5
+#: Members within this mean Q of the best on the training clusters are the fallback's candidates (Selector.fallback).
+FALLBACK_Q = 0.1
 
 
 def shipped_dir() -> Path:
@@ -165,6 +167,27 @@ class Selector:
         """The member pairs the `truth` forests compare (a pair never both known is left at no difference)."""
         k = len(self.portfolio)
         return [(i, j) for i in range(k) for j in range(i + 1, k)]
+
+    @cached_property
+    def fallback(self) -> int:
+        """The member to run where this selector does not know: a cluster outside its training data, where a
+        forest predicts as at its data's edge (the BOSS it picked for 500-variable modular clusters ran 900 s
+        against a predicted 32). Of the members that did well on the training clusters (`truth`: mean Q
+        within FALLBACK_Q of the best; `bic`: at least half the best's share of wins), the one whose seconds
+        grow slowest with cluster size (slope of log seconds on log size over the records), so it stays
+        cheap at any size; without timing records the first member, and with one size only the best-scored."""
+        if self.seconds is None:
+            return 0
+        finished = np.isfinite(self.y)
+        means = np.array([np.average(self.y[finished[:, k], k], weights=self.w[finished[:, k]])
+                          if finished[:, k].any() else -np.inf for k in range(len(self.portfolio))])
+        good = (means >= means.max() - FALLBACK_Q) if self.target == "truth" else (means >= means.max() / 2)
+        log_p = self.x[:, FEATURES.index("log_p")]
+        if np.ptp(log_p) == 0:  # one size only: growth is unknown, so the best of them
+            return int(np.argmax(means))
+        slopes = [np.polyfit(log_p, np.log(self.seconds[:, k] + SECONDS_FLOOR), 1)[0] if good[k] else np.inf
+                  for k in range(len(self.portfolio))]
+        return int(np.argmin(slopes))
 
     @cached_property
     def time_model_(self) -> Any:
@@ -335,7 +358,7 @@ TRIVIAL_SIZE = 12
 def extrapolation_note(selector: Selector, outside: list[list[str]], n: int,
                        features: np.ndarray | None = None) -> str:
     """Advice, in one line, on the clusters that lie outside the selector's training data: in what way (size,
-    sample size, correlation structure), that its choice there is a guess, and what to do. Given the clusters'
+    sample size, correlation structure), that they get the selector's fallback member, and what else to do. Given the clusters'
     `features` (the rows `outside` judged) it names their sizes, and leaves out clusters of TRIVIAL_SIZE
     variables or fewer: "" when only such clusters are outside, since every member is cheap there."""
     flagged = [k for k, row in enumerate(outside) if row]
@@ -365,8 +388,13 @@ def extrapolation_note(selector: Selector, outside: list[list[str]], n: int,
     others = [f for f, _ in counts.most_common() if f not in ("log_p", "log_n")]
     if others:
         unlike.append(f"with correlations unlike its training clusters' ({', '.join(others[:3])})")
-    note = (f"{head}: {'; '.join(unlike)}: the learner it picks {'there ' if len(outside) > 1 else ''}is a guess "
-            "(--selection all runs every learner and keeps the best BIC)")
+    from hpc.learners.members import member_from_spec
+
+    member = repr(member_from_spec(selector.portfolio[selector.fallback]))
+    note = (f"{head}: {'; '.join(unlike)}: its pick {'there ' if len(outside) > 1 else ''}would be a guess, so "
+            f"{'they get' if len(outside) > 1 else 'it gets'} {member}, the member whose time grows slowest with "
+            "size of those that did well on its training clusters (--selection all runs every learner and keeps "
+            "the best BIC)")
     if "log_n" in counts:
         low_n, high_n = (round(float(np.exp(v))) for v in selector.training_range("log_n"))
         trained = f"{low_n}" if low_n == high_n else f"{low_n}-{high_n}"
