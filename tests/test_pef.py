@@ -111,6 +111,19 @@ def test_a_size_cap_splits_big_clusters_along_their_own_tree_and_keeps_every_var
         PartitionConfig(max_size=3).validate()
 
 
+def test_with_few_rows_no_cluster_has_more_than_half_as_many_variables_as_rows():
+    from hpc.pef.partition import largest_cluster
+
+    rng = np.random.default_rng(1)
+    _, x = two_blocks(rng, size=40, second=20)
+    assert largest_cluster(500, 1000) == 500 and largest_cluster(500, 200) == 100 and largest_cluster(500, 3) == 4
+    few = x[:44]  # 44 rows: clusters of at most 22 variables, the 40-block in pieces
+    sizes = sorted(len(c) for c in partition(few, PartitionConfig(whole_below=0, large_fraction=0.3)))
+    assert max(sizes) <= 22 and sum(sizes) == 60
+    paper = partition(few, PartitionConfig(whole_below=0, large_fraction=0.3, max_size=0))  # the paper's rule
+    assert max(len(c) for c in paper) > 22
+
+
 class RecordingExecutor(SerialExecutor):
     """Runs serially, remembers the order tasks were handed over, and offers 3 threads per task."""
 

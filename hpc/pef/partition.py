@@ -47,7 +47,8 @@ class PartitionConfig:
     # Size cap: a cluster above this many variables is split along its own average-linkage tree, since a
     # member's time grows about as size^2 (bench/HISTORY.md) and one 3,000-variable cluster can outlast all
     # the others. It only bites above ~5,000 variables; at Alarm-10000 it made P/SLE 19x faster at the
-    # same accuracy. 0 = no cap, the paper's rule (the paper_* experiments keep it).
+    # same accuracy. With few rows the cap is lower: half the rows (largest_cluster). 0 = no cap, the paper's
+    # rule (the paper_* experiments keep it).
     max_size: int = 500
     # Problems with fewer variables are learned whole, as one cluster: below this size cutting saves no
     # time (BENCHMARKS.md, "Where cutting starts to pay") and costs accuracy at the seams. 0 = always
@@ -70,6 +71,10 @@ class PartitionConfig:
         if 0 < self.max_size < 2 * self.min_large:
             raise PsleError(f"max_size={self.max_size}: must be 0 (no cap) or at least 2 * min_large = "
                             f"{2 * self.min_large}")
+
+
+#: Rows per variable a cluster's search keeps at least (partition's cap on few rows; see largest_cluster).
+ROWS_PER_VARIABLE = 2
 
 
 def standardize(x: np.ndarray, dtype: type = np.float32) -> np.ndarray:
@@ -397,8 +402,16 @@ def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig(), near: 
         labels = final[labels]
     clusters = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
     if config.max_size:
-        clusters = [piece for idx in clusters for piece in split_large(linkage, idx, config.max_size, config)]
+        cap = largest_cluster(config.max_size, x.shape[0], config.min_large)
+        clusters = [piece for idx in clusters for piece in split_large(linkage, idx, cap, config)]
     return clusters
+
+
+def largest_cluster(max_size: int, n: int, min_large: int = 2) -> int:
+    """The size cap on n rows: `max_size`, and at most n / ROWS_PER_VARIABLE (never under 2 min_large, the
+    least cap PartitionConfig allows): a search over about as many variables as rows has a near-singular covariance, where
+    BIC's scores and PC's tests are unreliable and FLOP refuses to run."""
+    return max(min(max_size, n // ROWS_PER_VARIABLE), 2 * min_large)
 
 
 def split_large(linkage: Linkage, idx: np.ndarray, cap: int, config: PartitionConfig) -> list[np.ndarray]:

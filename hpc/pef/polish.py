@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
@@ -34,6 +34,7 @@ from hpc.checks import check_number
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.learners.ensemble import MemberRun
+from hpc.pef.partition import largest_cluster
 from hpc.pef.repair import acyclic_union, candidate_pairs, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
@@ -222,7 +223,10 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
                  label: str) -> tuple[PDAG, dict[str, Any]]:
     """BOSS over each of `groups` (PEF's clusters, or another grouping of the variables) and its Markov blanket
     in `graph`, on the chain's workers, in searches of at most `config.upto` variables; each finished search is
-    kept in `memory` by its index. The polished CPDAG and its account."""
+    kept in `memory` by its index. On few rows searches stay at half the rows, as the partition's clusters do
+    (hpc.pef.partition.largest_cluster). The polished CPDAG and its account."""
+    if config.upto:
+        config = replace(config, upto=min(config.upto, largest_cluster(config.upto, chain.n)))
     blocks = polish_blocks(graph, groups, config.upto)
     specs = [{"method": "boss-polish", "penalty": config.penalty, "search": b.fingerprint()} for b in blocks]
     results: list[np.ndarray | None] = [None] * len(blocks)

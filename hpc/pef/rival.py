@@ -93,6 +93,8 @@ class Rival(Step):
     def applies(self, chain: Chain) -> str | None:
         if chain.graph.p > self.config.upto:
             return f"{chain.graph.p} variables, above rival.upto {self.config.upto}"
+        if chain.graph.p > chain.n:  # one search over them all would see a singular covariance
+            return f"{chain.graph.p} variables for {chain.n} rows: a whole-problem search needs no more variables than rows"
         share = crossing_share(chain.graph, chain.clusters)
         if share < self.config.crossing:
             return (f"{share:.0%} of PEF's edges join two clusters, under rival.crossing {self.config.crossing:g}: "
