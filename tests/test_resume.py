@@ -68,9 +68,8 @@ def test_a_run_killed_three_times_resumes_to_the_uninterrupted_graph_without_rer
     assert reference.wait(timeout=600) == 0, reference.stderr.read()
     meta = json.loads((tmp_path / "ref.json").read_text())["meta"]
     members = sum(len(c["runs"]) for c in meta["clusters"])
-    rival = meta["rival"] or {}  # the repair's rounds, the rival's run (unless skipped) and its polish, PEF's polish,
-    total = (members + len((meta["repair"] or {}).get("rounds", [])) + ("status" in rival)  # the sweep, the recut's
-             + rival.get("polish", {}).get("searches", 0)
+    rival = meta["rival"] or {}  # the repair's rounds, the rival's run (unless skipped), the polish, the sweep,
+    total = (members + len((meta["repair"] or {}).get("rounds", [])) + ("status" in rival)  # the recut's passes
              + (meta["polish"] or {}).get("searches", 0) + ("penalty" in (meta["sweep"] or {}))
              + sum(p["searches"] for p in (meta["recut"] or {}).get("passes", [])))
     ckpt = tmp_path / "run.h5"

@@ -80,7 +80,7 @@ class StepMemory:
             self.memory.put_step(self.name, index, run)
 
     def part(self, name: str) -> StepMemory:
-        """The memory of a search one step runs on behalf of another (the rival's polish)."""
+        """The memory of one of a step's own searches (each of the recut's polish passes)."""
         return StepMemory(self.memory, f"{self.name}.{name}")
 
 
