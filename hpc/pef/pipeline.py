@@ -27,7 +27,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.graphs.knowledge import Knowledge
 from hpc.learners.ensemble import MemberRun, best_run, check_knowledge, check_members, check_wall_limit, run_member
-from hpc.learners.members import OK, TIMED_OUT
+from hpc.learners.members import OK, TIMED_OUT, member_from_spec
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, FusionStats, fuse
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
@@ -416,7 +416,7 @@ class PEF:
             fell = sum(1 for _, account in plans if account and "fallback" in account)
             run.show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members_)} "
                           "member runs chosen" + (f", {fell} of {len(clusters)} clusters on the selector's fallback "
-                                                  f"{self.members_[self._selector().fallback]}" if fell else ""))
+                                                  f"{member_from_spec(self.members_[self._selector().fallback])!r}" if fell else ""))
         warn_few_rows(run.n, max(len(s) for s in searched), "the largest cluster's search")
         return searched, jobs, plans
 
