@@ -14,6 +14,14 @@ from hpc.cli.options import (PROBLEM_SUFFIXES, check_scheduler, executor_options
 def run(args: argparse.Namespace) -> None:
     from hpc.atomic import check_output
 
+    if args.status is not None:
+        status(args)
+        return
+    if args.json:
+        raise PsleError("--json goes with --status (psle train --status CHECKPOINT --json)")
+    if args.output is None or args.checkpoint is None:
+        raise PsleError("psle train needs -o/--output and --checkpoint (or --status CHECKPOINT to see where a "
+                        "training stands)")
     check_output(args.output, (".yaml", ".yml"), "the ensemble file", inputs=(args.checkpoint,))
     check_output(args.checkpoint, PROBLEM_SUFFIXES, "the checkpoint")
     if args.min_nodes > args.max_nodes:
@@ -44,6 +52,18 @@ def run(args: argparse.Namespace) -> None:
     print(f"psle: {len(result.members)} members -> {args.output}", file=sys.stderr)
 
 
+def status(args: argparse.Namespace) -> None:
+    """Where the training stands, from its checkpoint only (read-only: safe while it runs)."""
+    from hpc.jsontext import dumps
+    from hpc.train.status import read_status, show
+
+    path = args.checkpoint if args.status is True else args.status
+    if path is None:
+        raise PsleError("--status needs the checkpoint: psle train --status CHECKPOINT")
+    found = read_status(path)
+    print(dumps(found) if args.json else show(found))
+
+
 def submit_train(args: argparse.Namespace, config) -> None:
     from hpc.launch.slurm import submit_train
 
@@ -63,8 +83,12 @@ def add(sub) -> None:
     from hpc.learners.members import MEMBERS
 
     tr = sub.add_parser("train", help="Auto-SLE: learn an ensemble with SMAC3 on generated training problems")
-    tr.add_argument("-o", "--output", required=True, help="learned ensemble (.yaml, usable as --sle)")
-    tr.add_argument("--checkpoint", required=True, help="HDF5 checkpoint; rerun the same command to resume")
+    tr.add_argument("-o", "--output", help="learned ensemble (.yaml, usable as --sle); required to train")
+    tr.add_argument("--checkpoint", help="HDF5 checkpoint; rerun the same command to resume; required to train")
+    tr.add_argument("--status", nargs="?", const=True, default=None, metavar="CHECKPOINT",
+                    help="do not train: show where the training of CHECKPOINT (default: the --checkpoint) stands, "
+                         "read-only, safe while it runs: rounds, trials, resumes, time and an estimate of what is left")
+    tr.add_argument("--json", action="store_true", help="with --status: print one JSON object")
     tr.add_argument("--k", type=whole(1), default=4, help="ensemble size")
     tr.add_argument("--trials", type=whole(1), default=100, help="SMAC configurations per round")
     tr.add_argument("--problems", type=whole(1), default=100, help="training problems")

@@ -8,7 +8,8 @@ the one with the best BIC: an ensemble for the paper's use-time rule, where a me
 the BIC on problems it does badly on lowers Q (so Δ can be negative). Every evaluation goes through the checkpoint: on restart,
 SMAC is rebuilt with the same seed and told the cached results in the same order, which
 replays its random state, so the resumed run reaches exactly the uninterrupted run's SLE
-without recomputing anything that finished. SMAC's own state files are never read.
+without recomputing anything that finished. SMAC's own state files are never read. Each trial
+(member, gain, seconds) and each resume is kept in the checkpoint too, for `psle train --status`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from hpc.train.checkpoint import Checkpoint
 from hpc.train.quality import member_quality
 from hpc.train.space import PAPER_SPACE, check_space, configuration_space, to_spec
+from hpc.train.status import duration, eta
 from hpc.train.problems import TrainingConfig, training_problems
 from hpc.errors import PsleError
 from hpc.executors import SerialExecutor
@@ -117,13 +119,15 @@ class Evaluations:
 
 
 def best_of_round(config: TrainConfig, r: int, workdir: str, evaluate: Evaluations, chosen_q: list[np.ndarray],
-                  chosen_bic: list[np.ndarray], trial_seconds: list[float],
-                  show: Progress) -> tuple[float, dict[str, Any], np.ndarray, np.ndarray]:
-    """Round r's SMAC search: the configuration whose addition gains most, its gain, Q and BIC."""
+                  chosen_bic: list[np.ndarray], show: Progress) -> tuple[float, dict[str, Any], np.ndarray, np.ndarray]:
+    """Round r's SMAC search: the configuration whose addition gains most, its gain, Q and BIC. Each trial
+    is recorded in the checkpoint with its seconds, and logged in one line, unless a resumed run is only
+    replaying it."""
     from smac.runhistory.dataclasses import TrialValue
 
     now = ensemble_quality(chosen_q, chosen_bic, config.objective) if chosen_q else np.zeros(len(evaluate.problems))
     smac = _smac(config, r, workdir)
+    ckpt = evaluate.ckpt
     best: tuple[float, dict[str, Any], np.ndarray, np.ndarray] | None = None
     for t in range(config.trials):
         tick = time.perf_counter()
@@ -134,12 +138,24 @@ def best_of_round(config: TrainConfig, r: int, workdir: str, evaluate: Evaluatio
         smac.tell(info, TrialValue(cost=-gain))
         if best is None or gain > best[0]:
             best = (gain, spec, q, b)
-        trial_seconds.append(time.perf_counter() - tick)
-        left = (config.trials - t - 1 + (config.k - r - 1) * config.trials) * float(np.mean(trial_seconds[-20:]))
-        show(f"round {r + 1}/{config.k}, best gain {best[0]:.4f}, ~{left / 60:.1f} min left; trials",
-             t + 1, config.trials)
+        # Replaying a checkpoint from before trials were kept, before this process ran anything: not timed.
+        seconds = float("nan") if ckpt.predates_trials and evaluate.ran == 0 else time.perf_counter() - tick
+        if ckpt.record_trial(r + 1, t + 1, spec, gain, seconds):
+            left = config.k * config.trials - (r * config.trials + t + 1)
+            estimate = eta(ckpt.trials, left)
+            show.note(f"round {r + 1}/{config.k}, trial {t + 1}/{config.trials}, best gain so far {best[0]:.4f}, "
+                      f"ETA {'unknown' if estimate is None else duration(estimate)} (estimate)")
     assert best is not None  # trials >= 1
     return best
+
+
+def resumed(ckpt: Checkpoint) -> str:
+    """The line a resumed training starts with (the resume is counted in the checkpoint first)."""
+    n = ckpt.count_resume()
+    if ckpt.predates_trials:
+        return (f"resumed (resume #{n} at least: the checkpoint predates the counter): {len(ckpt.evaluations)} "
+                "evaluations recorded, no trials yet (replaying them records them, untimed)")
+    return f"resumed (resume #{n}): {len(ckpt.trials)} trials already recorded, {len(ckpt.evaluations)} evaluations"
 
 
 def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bool = True) -> TrainResult:
@@ -150,17 +166,18 @@ def train(config: TrainConfig, checkpoint_path: str, executor=None, progress: bo
     ckpt = Checkpoint(checkpoint_path, config.settings())
     evaluate = Evaluations(ckpt, problems, config.time_limit, executor or SerialExecutor())
     show = Progress(progress)
+    if ckpt.existed:
+        show.note(resumed(ckpt))
     cached_at_start = len(ckpt.evaluations)
     chosen_q: list[np.ndarray] = []
     chosen_bic: list[np.ndarray] = []
     members: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
     started = time.perf_counter()
-    trial_seconds: list[float] = []
     with tempfile.TemporaryDirectory(prefix="psle-smac-") as workdir, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for r in range(config.k):
-            gain, spec, q, b = best_of_round(config, r, workdir, evaluate, chosen_q, chosen_bic, trial_seconds, show)
+            gain, spec, q, b = best_of_round(config, r, workdir, evaluate, chosen_q, chosen_bic, show)
             if gain <= 0:
                 show.note(f"round {r + 1}: no configuration improves the ensemble; stopping with {len(members)}")
                 break
