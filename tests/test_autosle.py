@@ -120,9 +120,10 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(tmp_path):
     assert resumed["members"] == ref["members"]
     assert resumed["training"]["rounds"] == ref["training"]["rounds"]
     with h5py.File(tmp_path / "killed.h5") as f:
-        runs = f["evaluations/runs"][()]
+        runs, resumes = f["evaluations/runs"][()], f.attrs["resumes"]
     assert runs.max() == 1, "a finished evaluation was computed twice"
     assert "reused" in result.stderr
+    assert resumes == kills and f"resumed (resume #{kills}): " in result.stderr  # each restart counted once
 
 
 def test_ensemble_quality_by_objective_by_hand():
