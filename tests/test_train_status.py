@@ -141,11 +141,10 @@ def test_what_is_not_a_checkpoint_is_named_in_one_line(tmp_path):
         assert "\n" not in str(exc.value)
 
 
-def test_the_status_default_space_is_the_papers():
-    from hpc.train.space import PAPER_SPACE
-    from hpc.train.status import PAPER_SPACE as STATUS_DEFAULT
-
-    assert STATUS_DEFAULT == PAPER_SPACE
+def test_the_status_reads_a_checkpoint_without_importing_configspace():
+    code = "import sys, hpc.train.status; print(sorted(m for m in sys.modules if m.startswith(('ConfigSpace', 'smac'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def recorded_trials(path: Path) -> int:

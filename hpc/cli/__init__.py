@@ -38,8 +38,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "train" and os.environ.get("PYTHONHASHSEED") != "0":
-        # SMAC's choices depend on string hashing; resuming replays them, so fix the seed (see autosle.train).
+    if args.command == "train" and not args.status and os.environ.get("PYTHONHASHSEED") != "0":
+        # SMAC's choices depend on string hashing; resuming replays them, so fix the seed (see autosle.train);
+        # a status only reads the checkpoint.
         os.execve(sys.executable, [sys.executable, "-m", "hpc.cli", *(sys.argv[1:] if argv is None else argv)],
                   {**os.environ, "PYTHONHASHSEED": "0"})
     formatwarning, sigterm = warnings.formatwarning, signal.getsignal(signal.SIGTERM)

@@ -11,12 +11,13 @@ draw of a FLOP configuration's quality.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
-
-from ConfigSpace import Categorical, ConfigurationSpace, EqualsCondition, Float, Integer
+from typing import TYPE_CHECKING, Any
 
 from hpc.errors import PsleError
 from hpc.learners.members import MEMBERS, Param
+
+if TYPE_CHECKING:
+    from ConfigSpace import ConfigurationSpace
 
 PAPER_SPACE = ("fges", "pc-stable")
 
@@ -39,6 +40,8 @@ def _names(methods: tuple[str, ...]) -> dict[tuple[str, str], str]:
 
 
 def _hyperparameter(name: str, p: Param):
+    from ConfigSpace import Categorical, Float, Integer
+
     if p.kind is bool:
         return Categorical(name, [False, True])
     if p.kind is str:
@@ -49,7 +52,10 @@ def _hyperparameter(name: str, p: Param):
 
 
 def configuration_space(seed: int, methods: tuple[str, ...] = PAPER_SPACE) -> ConfigurationSpace:
-    """The methods' searched parameters, each active only when its method is chosen."""
+    """The methods' searched parameters, each active only when its method is chosen. ConfigSpace is imported
+    here, not with the module: `psle train --status` needs PAPER_SPACE and not its seconds of imports."""
+    from ConfigSpace import Categorical, ConfigurationSpace, EqualsCondition
+
     methods = check_space(methods)
     names = _names(methods)
     cs = ConfigurationSpace(seed=seed)

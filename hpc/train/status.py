@@ -18,10 +18,7 @@ import h5py
 
 from hpc.errors import PsleError
 from hpc.train.checkpoint import Contents, read_contents
-
-#: hpc.train.space.PAPER_SPACE, which a checkpoint's settings leave out, without importing ConfigSpace (and
-#: scipy), which takes longer than the rest of a status: a test checks they agree.
-PAPER_SPACE = ("fges", "pc-stable")
+from hpc.train.space import PAPER_SPACE
 
 
 def duration(seconds: float) -> str:
