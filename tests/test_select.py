@@ -603,6 +603,21 @@ def test_the_fallback_is_the_member_whose_time_grows_slowest_among_those_that_di
     assert Selector("truth", "pair", PAIR, features, np.ones((2, 2)), np.ones(2)).fallback == 0
 
 
+def test_a_pick_outside_the_training_data_or_predicted_far_dearer_than_the_fallback_gives_way_to_it():
+    from hpc.pef.pipeline import COST_GATE, GATE_FLOOR, fallback_reason
+
+    seconds = np.array([[5.0, 2.0, 2.0 * COST_GATE + 1]])  # member 1 is the fallback
+    assert fallback_reason(["log_n"], 100, [0, 1, 2], seconds, 0, 1) == "outside the selector's training data"
+    assert fallback_reason(["log_n"], 12, [0, 1, 2], seconds, 0, 1) is None  # every member is cheap at 12
+    assert fallback_reason(["log_n"], 100, [1, 0, 2], seconds, 0, 1) is None  # the pick is the fallback
+    assert fallback_reason([], 100, [0, 1, 2], seconds, 0, 1) is None  # 5 s: no gate
+    assert fallback_reason([], 100, [2, 1, 0], seconds, 0, 1) is None  # over 10x, but under GATE_FLOOR seconds
+    dear = seconds * (GATE_FLOOR / 2)  # the same ratios, over the floor
+    assert fallback_reason([], 100, [2, 1, 0], dear, 0, 1).startswith("its pick's predicted 630 s is over 10x")
+    assert fallback_reason([], 100, [0, 1, 2], dear, 0, 1) is None  # 2.5x: not gated
+    assert fallback_reason([], 100, [2, 1, 0], None, 0, 1) is None  # no time model: nothing to gate on
+
+
 @pytest.mark.slow
 @pytest.mark.jvm
 def test_clusters_outside_the_training_data_get_the_fallback_and_one_line_says_so():
