@@ -112,11 +112,15 @@ def writing(path: str | os.PathLike, attrs: Mapping[str, Any]) -> Iterator[h5py.
 
 def write_columns(path: str | os.PathLike, attrs: Mapping[str, Any], group: str,
                   columns: Mapping[str, np.ndarray]) -> None:
-    """`attrs` on the file and `columns` as datasets of `group`, atomically. Object columns are stored
-    as UTF-8 strings; no timestamps, so equal content gives equal bytes."""
-    strings = h5py.string_dtype("utf-8")
+    """`attrs` on the file and `columns` as datasets of `group`, atomically (see add_columns)."""
     with writing(path, attrs) as f:
-        g = f.create_group(group)
-        for name, data in columns.items():
-            g.create_dataset(name, data=data, dtype=strings if data.dtype == object else data.dtype,
-                             track_times=False)
+        add_columns(f, group, columns)
+
+
+def add_columns(f: h5py.File, group: str, columns: Mapping[str, np.ndarray]) -> None:
+    """`columns` as datasets of a new `group` of `f`. Object columns are stored as UTF-8 strings; no
+    timestamps, so equal content gives equal bytes."""
+    strings = h5py.string_dtype("utf-8")
+    g = f.create_group(group)
+    for name, data in columns.items():
+        g.create_dataset(name, data=data, dtype=strings if data.dtype == object else data.dtype, track_times=False)

@@ -409,8 +409,8 @@ def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig(), near: 
 
 def largest_cluster(max_size: int, n: int, min_large: int = 2) -> int:
     """The size cap on n rows: `max_size`, and at most n / ROWS_PER_VARIABLE (never under 2 min_large, the
-    least cap PartitionConfig allows): a search over about as many variables as rows has a near-singular covariance, where
-    BIC's scores and PC's tests are unreliable and FLOP refuses to run."""
+    least cap PartitionConfig allows): a search over about as many variables as rows has a near-singular
+    covariance, where BIC's scores and PC's tests are unreliable and FLOP refuses to run."""
     return max(min(max_size, n // ROWS_PER_VARIABLE), 2 * min_large)
 
 

@@ -23,7 +23,8 @@ import h5py
 import numpy as np
 
 from hpc.errors import PsleError
-from hpc.store import StoreFormat, canonical, check_settings, check_sha256, fingerprint, read_store, writing
+from hpc.store import (StoreFormat, add_columns, canonical, check_settings, check_sha256, fingerprint, read_store,
+                       writing)
 
 #: Version 2 added the content sha256; version 1 files still resume, unverified.
 STORE = StoreFormat("psle-autosle-checkpoint", 2, "psle train checkpoint", {1: None})
@@ -172,25 +173,16 @@ class Checkpoint(Contents):
                  "resumes": self.resumes or 0, "resumes_uncounted": self.resumes_uncounted,
                  "progress_sha256": progress_hash(self.trials, self.resumes or 0, self.resumes_uncounted)}
         with writing(self.path, attrs) as f:
-            _columns(f, "evaluations", {
+            add_columns(f, "evaluations", {
                 "keys": np.array(list(self.evaluations), dtype=object),
                 "quality": np.array([v["quality"] for v in items], dtype=np.float64),
                 "seconds": np.array([v["seconds"] for v in items], dtype=np.float64),
                 "runs": np.array([v["runs"] for v in items], dtype=np.int64),
                 "bic": np.array([np.nan if v["bic"] is None else v["bic"] for v in items], dtype=np.float64),
                 "status": np.array([v["status"] for v in items], dtype=object)})
-            _columns(f, "trials", {
+            add_columns(f, "trials", {
                 "round": np.array([r for r, _, _ in trials], dtype=np.int64),
                 "trial": np.array([t for _, t, _ in trials], dtype=np.int64),
                 "member": np.array([v["member"] for _, _, v in trials], dtype=object),
                 "gain": np.array([v["gain"] for _, _, v in trials], dtype=np.float64),
                 "seconds": np.array([v["seconds"] for _, _, v in trials], dtype=np.float64)})
-
-
-def _columns(f: h5py.File, group: str, columns: dict[str, np.ndarray]) -> None:
-    """Columns as datasets of `group`, object ones as UTF-8 strings, without timestamps (as hpc.store writes)."""
-    g = f.create_group(group)
-    for name, data in columns.items():
-        g.create_dataset(name, data=data, dtype=h5py.string_dtype("utf-8") if data.dtype == object else data.dtype,
-                         track_times=False)
-
