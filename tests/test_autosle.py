@@ -31,6 +31,22 @@ def test_training_problems_follow_the_settings():
     assert specs == training_problems(TrainingConfig(problems=50, min_nodes=5, max_nodes=200, seed=1))
 
 
+def test_training_problems_mix_bnlearn_bases_and_random_graph_models():
+    from hpc.data.generate import benchmark_problem
+    from hpc.graphs.equivalence import dag_to_cpdag
+    from hpc.train.problems import materialise
+
+    specs = training_problems(TrainingConfig(problems=40, min_nodes=10, max_nodes=60, seed=3,
+                                             networks=("asia", "plc", "modular")))
+    assert {s.network for s in specs} == {"asia", "plc", "modular"}
+    graph = next(s for s in specs if s.network == "plc")
+    _, n, variables, truth = materialise(graph)
+    made = benchmark_problem(graph.nodes, graph.seed, graph.samples, graph="plc")
+    assert len(variables) == graph.nodes and n == graph.samples and truth == dag_to_cpdag(made.truth)
+    with pytest.raises(PsleError, match="unknown network 'nope'"):
+        training_problems(TrainingConfig(problems=3, networks=("plc", "nope")))
+
+
 def test_training_problems_of_weaker_effects_are_the_same_problems_with_smaller_weights():
     from hpc.train.problems import materialise
 

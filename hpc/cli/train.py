@@ -96,7 +96,8 @@ def add(sub) -> None:
     tr.add_argument("--max-nodes", type=whole(1), default=1000)
     tr.add_argument("--samples", type=whole(2), default=1000)
     weights_option(tr)
-    tr.add_argument("--networks", nargs="*", help="base networks to draw from (default: the bnlearn library)")
+    tr.add_argument("--networks", nargs="*", help="bases to draw problems from: bnlearn networks and random graph "
+                    "models (er, sf, plc, geo, modular, ...; default: the bnlearn library)")
     tr.add_argument("--seed", type=whole(0), default=0)
     tr.add_argument("--time-limit", type=positive, default=300.0, metavar="SECONDS", help="per member run")
     tr.add_argument("--space", default="fges,pc-stable", metavar="LEARNER,...",

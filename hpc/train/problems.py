@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hpc.data.generate import WEIGHTS, check_weights, weights_setting
+from hpc.data.generate import GRAPH_MODELS, WEIGHTS, check_weights, weights_setting
 from hpc.data.networks import bnlearn_names, load_network
 from hpc.errors import PsleError
 
@@ -34,7 +34,9 @@ class TrainingConfig:
     max_nodes: int = 1000
     samples: int = 1000
     seed: int = 0
-    networks: tuple[str, ...] = ()  # empty = every library network small enough for max_nodes
+    # bnlearn bases and random graph models (hpc.data.generate.GRAPH_MODELS) to draw from;
+    # empty = every library network small enough for max_nodes
+    networks: tuple[str, ...] = ()
     weights: tuple[float, float] = WEIGHTS  # edge-weight magnitudes of the generated problems
 
     def as_dict(self) -> dict:
@@ -52,14 +54,15 @@ class ProblemSpec:
 
 
 def training_problems(config: TrainingConfig) -> list[ProblemSpec]:
-    """`config.problems` problems: a random base network each, sizes log-uniform in [min, max]."""
+    """`config.problems` problems: a random base each (a bnlearn network or a random graph model, drawn
+    uniformly), sizes log-uniform in [min, max]. A replica is at least its base network's size."""
     if config.problems < 1:
         raise PsleError(f"the training set needs at least one problem, got {config.problems}")
     if not 1 <= config.min_nodes <= config.max_nodes:
         raise PsleError(f"need 1 <= min_nodes <= max_nodes, got {config.min_nodes} and {config.max_nodes}")
     weights = check_weights(config.weights)
     names = list(config.networks) or bnlearn_names()
-    pool = [n for n in names if load_network(n).p <= config.max_nodes]
+    pool = [n for n in names if n in GRAPH_MODELS or load_network(n).p <= config.max_nodes]
     if not pool:
         raise PsleError(f"no network in {names} has at most {config.max_nodes} variables")
     rng = np.random.default_rng(config.seed)
@@ -78,5 +81,6 @@ def materialise(spec: ProblemSpec):
     from hpc.graphs.equivalence import dag_to_cpdag
     from hpc.learners.bic import covariance
 
-    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, network=spec.network, weights=spec.weights)
+    base = {"graph": spec.network} if spec.network in GRAPH_MODELS else {"network": spec.network}
+    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, weights=spec.weights, **base)
     return covariance(problem.data), problem.n, problem.variables, dag_to_cpdag(problem.truth)
