@@ -57,6 +57,20 @@ def test_status_mid_round_is_the_checkpoints_trials_by_hand(tmp_path):
     assert "ETA 21 s for the 6 trials left (an estimate" in text and len(text.splitlines()) == 6
 
 
+def test_status_names_the_trial_under_way_and_its_problems_done(tmp_path):
+    path = tmp_path / "c.h5"
+    ck = Checkpoint(path, SETTINGS)
+    ck.put(fges(1), 0, {"quality": 1.0, "seconds": 1.0, "status": "ok"})
+    ck.record_trial(1, 1, fges(1), 1.0, 1.0)
+    assert read_status(path)["trial_under_way"] is None  # between trials
+    for problem in (0, 3):
+        ck.put(fges(7), problem, {"quality": 1.2, "seconds": 1.0, "status": "ok"})
+    s = read_status(path)
+    assert s["trial_under_way"] == {"member": fges(7), "problems_done": 2, "problems": 5}
+    assert "round 1/3: 1/4 trials, best gain so far 1.0000; trial 2 under way, 2/5 problems evaluated: " \
+           "fges(penalty=7)" in show(s)
+
+
 def test_a_round_without_gain_is_finished_early(tmp_path):
     path = tmp_path / "c.h5"
     ck = Checkpoint(path, SETTINGS)

@@ -8,8 +8,10 @@ the k rounds: rounds differ in cost (their configurations do), so it is an estim
 
 from __future__ import annotations
 
+import json
 import math
 import os
+from collections import Counter
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,18 @@ def eta(trials: dict[tuple[int, int], dict[str, Any]], left: int) -> float | Non
 
 def member_text(spec: dict[str, Any]) -> str:
     return f"{spec['method']}({', '.join(f'{k}={v}' for k, v in spec.items() if k != 'method')})"
+
+
+def under_way(c: Contents) -> tuple[dict[str, Any] | None, int]:
+    """The member of the trial under way (its evaluations are in the checkpoint, its trial record is not yet)
+    and how many of its problems are evaluated; (None, 0) between trials. A trial's evaluations are kept as
+    they finish, so a resumed run runs only the problems this count lacks."""
+    recorded = {t["member"] for t in c.trials.values()}
+    open_members = Counter(m for m in (k.rsplit("#", 1)[0] for k in c.evaluations) if m not in recorded)
+    if c.resumes is None or not open_members:  # a file from before trial records cannot tell
+        return None, 0
+    member, done = open_members.most_common(1)[0]
+    return json.loads(member), done
 
 
 def read_status(path: str | os.PathLike) -> dict[str, Any]:
@@ -80,6 +94,7 @@ def summary(c: Contents) -> dict[str, Any]:
     done = min(current, k) * per_round if finished else len(c.rounds) * per_round + len(gains) if known else None
     left = 0 if finished else None if done is None else k * per_round - done
     timed = [t["seconds"] for t in c.trials.values() if math.isfinite(t["seconds"])]
+    member, evaluated = under_way(c)
     return {
         "settings": settings,
         "rounds": c.rounds,
@@ -97,6 +112,8 @@ def summary(c: Contents) -> dict[str, Any]:
         "trial_seconds": sum(timed),
         "trials_timed": len(timed),
         "eta_seconds": None if left is None else eta(c.trials, left),
+        "trial_under_way": None if finished or member is None else {
+            "member": member, "problems_done": evaluated, "problems": int(settings["training"]["problems"])},
     }
 
 
@@ -121,7 +138,11 @@ def show(s: dict[str, Any]) -> str:
                      "resuming it records them)")
     else:
         best = "none yet" if s["round_best_gain"] is None else f"{s['round_best_gain']:.4f}"
-        lines.append(f"round {s['round']}/{k}: {s['round_trials_done']}/{per_round} trials, best gain so far {best}")
+        line = f"round {s['round']}/{k}: {s['round_trials_done']}/{per_round} trials, best gain so far {best}"
+        if (w := s["trial_under_way"]) is not None:
+            line += (f"; trial {s['round_trials_done'] + 1} under way, {w['problems_done']}/{w['problems']} problems "
+                     f"evaluated: {member_text(w['member'])}")
+        lines.append(line)
     done = "?" if s["trials_done"] is None else s["trials_done"]
     lines.append(f"trials: {done}/{s['trials_total']} done, {s['trials_recorded']} recorded, {s['evaluations']} "
                  f"evaluations; {resumes_text(s['resumes'], s['resumes_at_least'])}")
