@@ -29,7 +29,7 @@ import numpy as np
 from hpc.train.checkpoint import Checkpoint
 from hpc.train.quality import member_quality
 from hpc.train.space import PAPER_SPACE, check_space, configuration_space, to_spec
-from hpc.train.status import duration, eta
+from hpc.train.status import duration, eta, member_text
 from hpc.train.problems import TrainingConfig, training_problems
 from hpc.errors import PsleError
 from hpc.executors import SerialExecutor
@@ -107,8 +107,12 @@ class Evaluations:
         self.ckpt, self.problems, self.time_limit, self.executor = ckpt, problems, time_limit, executor
         self.ran = 0
 
+    def missing(self, spec: dict[str, Any]) -> list[int]:
+        """The problems `spec` has no evaluation of yet."""
+        return [i for i in range(len(self.problems)) if self.ckpt.get(spec, i) is None]
+
     def __call__(self, spec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-        missing = [i for i in range(len(self.problems)) if self.ckpt.get(spec, i) is None]
+        missing = self.missing(spec)
         tasks = [(spec, self.problems[i], self.time_limit) for i in missing]
         for t, result in self.executor.run(member_quality, tasks):
             self.ckpt.put(spec, missing[t], result)
@@ -133,6 +137,10 @@ def best_of_round(config: TrainConfig, r: int, workdir: str, evaluate: Evaluatio
         tick = time.perf_counter()
         info = smac.ask()
         spec = to_spec(info.config, tuple(config.space))
+        if todo := len(evaluate.missing(spec)):  # a long trial says what it runs before it ends
+            done = len(evaluate.problems) - todo
+            show.note(f"round {r + 1}/{config.k}, trial {t + 1}/{config.trials}: {member_text(spec)} on "
+                      f"{todo} problems" + (f" ({done} evaluated before a resume)" if done else ""))
         q, b = evaluate(spec)
         gain = float((ensemble_quality(chosen_q + [q], chosen_bic + [b], config.objective) - now).mean())
         smac.tell(info, TrialValue(cost=-gain))
