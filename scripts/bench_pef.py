@@ -10,6 +10,7 @@ Methods: `psle` is `psle learn`'s default (per-cluster selection, repair, polish
 the same without the repair, the polish and the rival (fusion's graph), `psle-rival` with the whole-problem
 rival up to 2,000 variables whatever the partition found; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
 methods, `p-flop` PEF with FLOP (conf/method/p-flop.yaml); `fges`, `pc-stable` Tetrad's defaults on the whole problem;
+`sle:NAME` or `sle:PATH.yaml` PEF with any ensemble, as `p-sle` (every member on every cluster, best BIC);
 `fges-faithful` (λ 2.54, m 91, faithfulness), `boss` (λ 2.54, started from a faithful fGES's order) / `boss-columns`
 (started from the column order) and `flop` (FLOP at its authors' λ 2, no restarts; fewer variables than rows only)
 on the whole problem.
@@ -63,7 +64,8 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
                       selector="truth", partition=partition, fusion=fusion, steps=steps)
     else:
-        members = load_sle(ENSEMBLES[method])[1] if method in ENSEMBLES else SINGLE[method]
+        members = load_sle(ENSEMBLES.get(method) or method.removeprefix("sle:"))[1] \
+            if method in ENSEMBLES or method.startswith("sle:") else SINGLE[method]
         learner = PEF(members, time_limit=limit, executor=executor, progress=False, partition=partition, fusion=fusion,
                       steps=steps)
     learner.fit(problem.data, problem.variables)
