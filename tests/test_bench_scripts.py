@@ -133,3 +133,18 @@ def test_bench_bootstrap_slurm_refuses_an_output_it_cannot_check_before_submitti
                            capture_output=True, text=True)
     assert wrong.returncode != 0 and "--requeue 3: the array has tasks 0..2" in wrong.stderr
     assert not (tmp_path / "new" / ".submitit").exists()  # nothing submitted
+
+
+def test_bench_train_cost_and_the_preemption_audit_read_a_finished_training(tmp_path):
+    ckpt, log = tmp_path / "ck.h5", tmp_path / "preempt.jsonl"
+    train = subprocess.run([str(Path(sys.executable).parent / "psle"), "train", "--problems", "3", "--max-nodes", "20",
+                            "--k", "2", "--trials", "3", "--serial", "--networks", "asia", "plc", "--checkpoint",
+                            str(ckpt), "-o", str(tmp_path / "sle.yaml")], capture_output=True, text=True, timeout=600)
+    assert train.returncode == 0, train.stderr[-3000:]
+    out = bench("bench_train_cost.py", str(ckpt))
+    assert "3 training problems" in out and "round 1: " in out and "trials per core-hour" in out
+    assert "| variables |" in out and "trials per round" in out
+    log.write_text("")
+    audit = json.loads(bench("preempt_training.py", "0", str(ckpt), "--audit", "--log", str(log)))
+    assert audit["evaluations_run_more_than_once"] == 0 and audit["requeues"] == 0 and audit["resumes_in_checkpoint"] == 0
+    assert audit["trials_recorded"] == 6 and audit["evaluations"] > 0
