@@ -148,3 +148,18 @@ def test_bench_train_cost_and_the_preemption_audit_read_a_finished_training(tmp_
     audit = json.loads(bench("preempt_training.py", "0", str(ckpt), "--audit", "--log", str(log)))
     assert audit["evaluations_run_more_than_once"] == 0 and audit["requeues"] == 0 and audit["resumes_in_checkpoint"] == 0
     assert audit["trials_recorded"] == 6 and audit["evaluations"] > 0
+
+
+def test_bench_sle_clusters_scores_ensembles_by_the_rule_and_the_oracle_and_resumes(tmp_path):
+    records = tmp_path / "test-records.h5"
+    args = ["-o", str(records), "--sle", "learned", "random", "--problems", "asia", "er", "--nodes", "60",
+            "--seeds", "0", "--workers", "1"]
+    out = bench("bench_sle_clusters.py", *args)
+    table = {(r[1].strip(), r[2].strip()): float(r[-3]) for r in
+             (line.split("|") for line in out.splitlines() if line.startswith("| ") and "---" not in line)
+             if r[1].strip() != "ensemble"}
+    assert {"learned", "random", "truth selector"} == {name for name, _ in table}
+    for name in ("learned", "random"):  # the best member per cluster is never worse than the best BIC's
+        assert 0 < table[name, "rule"] <= table[name, "oracle"] <= 2
+    written = records.stat().st_mtime_ns
+    assert bench("bench_sle_clusters.py", *args) == out and records.stat().st_mtime_ns == written  # nothing rerun
