@@ -256,7 +256,7 @@ class PEF:
     def _memory_settings(self, x: np.ndarray, variables: tuple[str, ...]) -> dict[str, Any]:
         """What a checkpoint's partition and member runs depend on (fusion settings do not)."""
         return {"data": data_hash(x, variables), "members": [dict(m) for m in self.members_],
-                "time_limit": self.time_limit, "partition": asdict(self.partition), "selection": self.selection,
+                "time_limit": self.time_limit, "partition": self.partition.settings(), "selection": self.selection,
                 "selector": self._selector().describe() if self.selection == "predicted" else None,
                 "top_k": self.top_k if self.selection == "predicted" else None,
                 "runaway": self.runaway if self.selection == "predicted" else None,
