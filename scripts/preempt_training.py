@@ -74,7 +74,7 @@ def preempt(args: argparse.Namespace) -> None:
     ckpt, log = Path(args.checkpoint), Path(args.log)
     per_round = int(contents(ckpt).settings["trials"])
     started = time.time()
-    for i in range(1, args.requeues + 1):
+    for i in range(args.first, args.first + args.requeues):
         gap = rng.uniform(args.min_gap, args.max_gap) * 60
         boundary = i in args.boundary
         time.sleep(max(0.0, started + gap - time.time()))
@@ -123,7 +123,8 @@ def main() -> None:
     ap.add_argument("checkpoint")
     ap.add_argument("--log", required=True, help="one JSON line per requeue")
     ap.add_argument("--requeues", type=int, default=6)
-    ap.add_argument("--boundary", type=int, nargs="*", default=[], help="which requeues (from 1) wait for a round's end")
+    ap.add_argument("--boundary", type=int, nargs="*", default=[], help="which requeues (from --first) wait for a round's end")
+    ap.add_argument("--first", type=int, default=1, help="number of the first requeue (to go on with a log)")
     ap.add_argument("--min-gap", type=float, default=8.0, help="minutes")
     ap.add_argument("--max-gap", type=float, default=25.0, help="minutes")
     ap.add_argument("--seed", type=int, default=0)
