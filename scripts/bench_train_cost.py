@@ -81,13 +81,14 @@ def main() -> None:
         print(f"| {lo}-{hi} | " + " | ".join(cells) + " |")
 
     per_trial_paper = per_member * PAPER["problems"] / len(sizes)  # core-seconds of one trial on 100 problems
+    budget = PAPER["k"] * PAPER["hours_per_round"] * PAPER["cores"]  # core-hours
     per_round = PAPER["hours_per_round"] * 3600 * PAPER["cores"] / per_trial_paper
-    days = PAPER["k"] * per_round * per_trial_paper / args.cores / 86400
-    print(f"\nThe paper's run with this code: a trial on {PAPER['problems']} such problems is {per_trial_paper:,.0f} "
-          f"core-seconds, so {PAPER['hours_per_round']:.0f} h on {PAPER['cores']} cores is {per_round:,.0f} trials "
-          f"per round; its {PAPER['k']} rounds ({PAPER['k'] * per_round:,.0f} trials) take {days:,.1f} days on "
-          f"{args.cores} cores")
-
+    planned = int(c.settings["k"]) * int(c.settings["trials"])
+    print(f"\nThe paper's run ({PAPER['k']} rounds x {PAPER['hours_per_round']:.0f} h x {PAPER['cores']} cores = "
+          f"{budget:,.0f} core-hours, {PAPER['problems']} problems) buys {per_round:,.0f} trials per round with this "
+          f"code ({per_trial_paper:,.0f} core-seconds a trial). {args.cores} cores run "
+          f"{86400 * args.cores / per_member:,.0f} trials a day of this training, so its {planned} take "
+          f"{planned * per_member / args.cores / 3600:,.1f} h.")
 
 if __name__ == "__main__":
     main()
