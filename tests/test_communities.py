@@ -7,7 +7,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.errors import PsleError
 from hpc.graphs.order import canonical_order
 from hpc.pef.communities import merge, partial_correlation_graph
-from hpc.pef.partition import PartitionConfig, crossing_share, partition
+from hpc.pef.partition import PartitionConfig, crossing_share, partition, standardize
 
 
 def ridge_by_hand(x: np.ndarray, ridge: float) -> np.ndarray:
@@ -21,7 +21,7 @@ def ridge_by_hand(x: np.ndarray, ridge: float) -> np.ndarray:
 def test_the_graph_keeps_each_variables_largest_ridge_partial_correlations(rows):
     x = np.random.default_rng(rows).standard_normal((rows, 90))
     x[:, 1] += 2 * x[:, 0]
-    w = partial_correlation_graph(x, k=5, ridge=1.0, block=32).toarray()
+    w = partial_correlation_graph(standardize(x, np.float64), k=5, ridge=1.0, block=32).toarray()
     pc = ridge_by_hand(x, 1.0)
     np.fill_diagonal(pc, -1)
     chosen = np.zeros_like(pc, dtype=bool)

@@ -42,19 +42,11 @@ SWEEPS = 5
 BLOCK = 1024
 
 
-def _standardize(x: np.ndarray) -> np.ndarray:
-    z = np.asarray(x, dtype=np.float64)
-    z = z - z.mean(axis=0)
-    norms = np.sqrt((z * z).sum(axis=0))
-    norms[norms == 0] = 1.0
-    return z / norms
-
-
-def partial_correlation_graph(x: np.ndarray, k: int = NEIGHBOURS, ridge: float = RIDGE,
+def partial_correlation_graph(z: np.ndarray, k: int = NEIGHBOURS, ridge: float = RIDGE,
                               block: int = BLOCK) -> sp.csr_matrix:
     """Symmetric graph of each variable's k largest ridge |partial correlations| (weight: the larger of
-    the two directions' values, which are equal; the union keeps an edge either end chose)."""
-    z = _standardize(x)
+    the two directions' values, which are equal; the union keeps an edge either end chose). `z`: the data
+    standardized so that z.T @ z is the correlation matrix (hpc.pef.partition.standardize, in float64)."""
     n, p = z.shape
     k = min(k, p - 1)
     if n < p:  # (Z'Z + λI)^-1 = (I - Z'(ZZ' + λI)^-1 Z) / λ
@@ -205,12 +197,13 @@ def communities(w: sp.csr_matrix, cap: int, seed: int) -> np.ndarray:
     return refine(w, merge(w, labels, cap, small=None), cap, seed)
 
 
-def community_partition(x: np.ndarray, cap: int) -> list[np.ndarray]:
-    """The columns of `x` as clusters of at most `cap` (more only where a small cluster had no partner that fit)."""
-    p = x.shape[1]
+def community_partition(z: np.ndarray, cap: int) -> list[np.ndarray]:
+    """The columns of the standardized data `z` as clusters of at most `cap` (more only where a small cluster
+    had no partner that fit)."""
+    p = z.shape[1]
     if p <= cap:
         return [np.arange(p)]
-    w = partial_correlation_graph(x)
+    w = partial_correlation_graph(z)
     found = [communities(w, cap, seed) for seed in range(SEEDS)]
     best = min(range(SEEDS), key=lambda s: (cut_share(w, found[s]), s))
     labels = found[best]

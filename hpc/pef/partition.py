@@ -408,7 +408,8 @@ def partition(x: np.ndarray, config: PartitionConfig = PartitionConfig(), near: 
     if p < 2 * m or p < config.whole_below:
         return [np.arange(p)]
     if config.rule == "communities":
-        return community_partition(x, largest_cluster(config.max_size, x.shape[0], config.min_large))
+        return community_partition(standardize(x, np.float64),
+                                   largest_cluster(config.max_size, x.shape[0], config.min_large))
     linkage = Linkage(x, config, near)
     everything = np.arange(p)
     z = linkage.tree(everything)
