@@ -6,7 +6,7 @@ Prints the rounds (member, gain, Q on the training set), the trials and their se
 the evaluations (each member run on one training problem, as the workers timed it), trials per
 core-hour, seconds per evaluation by problem size and method (with the share cut by the per-run time
 limit), and what the paper's run (100 problems, k = 4, 12 h per round on 96 cores) buys with this code:
-trials per round on 96 cores, and the days those take on --cores. Read-only: safe while training runs.
+trials per round on 96 cores; and how long this training takes on --cores. Read-only: safe while it runs.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from hpc.data.generate import GRAPH_MODELS
 from hpc.data.networks import load_network
-from hpc.train.checkpoint import read_contents
+from hpc.train.checkpoint import split_key
 from hpc.train.problems import ProblemSpec, TrainingConfig, training_problems
-from hpc.train.status import member_text
+from hpc.train.status import member_text, read_checkpoint
 
 SIZES = [(1, 50), (51, 200), (201, 500), (501, 1200)]
 PAPER = {"problems": 100, "k": 4, "hours_per_round": 12.0, "cores": 96}
@@ -43,19 +42,18 @@ def main() -> None:
     ap.add_argument("checkpoint", type=Path)
     ap.add_argument("--cores", type=int, default=2, help="cores the training ran on")
     args = ap.parse_args()
-    with h5py.File(args.checkpoint, "r", locking=False) as f:
-        c = read_contents(f, args.checkpoint)
+    c = read_checkpoint(args.checkpoint)
     t = c.settings["training"]
-    training = TrainingConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()})
-    sizes = [variables(s) for s in training_problems(training)]
+    problems = training_problems(TrainingConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()}))
+    sizes = [variables(s) for s in problems]
     print(f"{len(sizes)} training problems, {min(sizes)}-{max(sizes)} variables ({sum(sizes):,} in all), "
-          f"bases: {', '.join(sorted(set(s.network for s in training_problems(training))))}")
+          f"bases: {', '.join(sorted({s.network for s in problems}))}")
     for r in c.rounds:
         print(f"round {r['round']}: {member_text(r['member'])}, gain {r['gain']:.4f}, Q(A, T) {r['quality']:.4f}")
 
     trial_s = [v["seconds"] for v in c.trials.values() if math.isfinite(v["seconds"])]
     core_s = sum(e["seconds"] for e in c.evaluations.values())
-    evaluated = {k.rsplit("#", 1)[0] for k in c.evaluations}
+    evaluated = {split_key(k)[0] for k in c.evaluations}
     trials = len(c.trials)
     print(f"trials {trials} ({len(evaluated)} distinct members evaluated), trial wall seconds {sum(trial_s):,.0f} "
           f"(mean {np.mean(trial_s) if trial_s else float('nan'):.0f}, max {max(trial_s, default=float('nan')):.0f}), "
@@ -66,8 +64,8 @@ def main() -> None:
 
     table: dict[tuple[int, str], list[tuple[float, bool]]] = defaultdict(list)
     for key, e in c.evaluations.items():
-        spec, problem = key.rsplit("#", 1)
-        size = sizes[int(problem)]
+        spec, problem = split_key(key)
+        size = sizes[problem]
         band = next(i for i, (lo, hi) in enumerate(SIZES) if lo <= size <= hi)
         table[band, json.loads(spec)["method"]].append((e["seconds"], e["status"] != "ok"))
     methods = sorted({m for _, m in table})
@@ -89,6 +87,7 @@ def main() -> None:
           f"code ({per_trial_paper:,.0f} core-seconds a trial). {args.cores} cores run "
           f"{86400 * args.cores / per_member:,.0f} trials a day of this training, so its {planned} take "
           f"{planned * per_member / args.cores / 3600:,.1f} h.")
+
 
 if __name__ == "__main__":
     main()

@@ -24,11 +24,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import h5py
-
+from hpc.errors import PsleError
 from hpc.store import canonical
-from hpc.train.checkpoint import Contents, read_contents
-from hpc.train.status import under_way
+from hpc.train.checkpoint import Contents
+from hpc.train.status import read_checkpoint, under_way
 
 
 def contents(path: Path) -> Contents:
@@ -36,9 +35,8 @@ def contents(path: Path) -> Contents:
     where it is being replaced: try again."""
     for _ in range(100):
         try:
-            with h5py.File(path, "r", locking=False) as f:
-                return read_contents(f, path)
-        except Exception:
+            return read_checkpoint(path)
+        except (PsleError, OSError):
             time.sleep(0.2)
     raise SystemExit(f"{path}: could not be read for 20 s")
 
@@ -57,15 +55,16 @@ def wait_running(job: str, resumes: int, ckpt: Path) -> float:
     return time.time()
 
 
-def moment(ckpt: Path, boundary: bool, per_round: int) -> Contents:
-    """Poll until the cut's moment: a round's last trial just recorded, or a trial under way."""
+def moment(ckpt: Path, boundary: bool, per_round: int) -> tuple[Contents, dict | None, int]:
+    """Poll until the cut's moment: a round's last trial just recorded, or a trial under way; the checkpoint
+    then, with the trial under way and its problems done."""
     while True:
         c = contents(ckpt)
         member, done = under_way(c)
         if boundary and c.trials and len(c.trials) % per_round == 0 and member is None:
-            return c
+            return c, member, done
         if not boundary and member is not None and done >= 1:
-            return c
+            return c, member, done
         time.sleep(0.2)
 
 
@@ -78,8 +77,7 @@ def preempt(args: argparse.Namespace) -> None:
         gap = rng.uniform(args.min_gap, args.max_gap) * 60
         boundary = i in args.boundary
         time.sleep(max(0.0, started + gap - time.time()))
-        c = moment(ckpt, boundary, per_round)  # a boundary cut waits for the end of the round under way
-        spec, done = under_way(c)
+        c, spec, done = moment(ckpt, boundary, per_round)  # a boundary cut waits for the end of the round
         member = None if spec is None else canonical(spec)
         subprocess.run(["scontrol", "requeue", args.job], check=True)
         event = {"requeue": i, "at": time.strftime("%Y-%m-%d %H:%M:%S"), "kind": "boundary" if boundary else "trial",

@@ -101,6 +101,12 @@ def _progress(f: h5py.File, path: str | os.PathLike) -> tuple[dict[tuple[int, in
     return trials, resumes, uncounted
 
 
+def split_key(key: str) -> tuple[str, int]:
+    """An evaluation's key (Checkpoint.key) as its member (canonical spec) and problem index."""
+    member, _, problem = key.rpartition("#")
+    return member, int(problem)
+
+
 class Checkpoint(Contents):
     """Evaluations keyed by (member spec, problem index), and the trials; `put` and `record_trial` persist
     at once. `existed`: the file was there when this process opened it (a resume, if it trains on);

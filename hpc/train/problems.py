@@ -81,6 +81,7 @@ def materialise(spec: ProblemSpec):
     from hpc.graphs.equivalence import dag_to_cpdag
     from hpc.learners.bic import covariance
 
-    base = {"graph": spec.network} if spec.network in GRAPH_MODELS else {"network": spec.network}
-    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, weights=spec.weights, **base)
+    graph = spec.network in GRAPH_MODELS
+    problem = benchmark_problem(spec.nodes, spec.seed, spec.samples, network=None if graph else spec.network,
+                                graph=spec.network if graph else None, weights=spec.weights)
     return covariance(problem.data), problem.n, problem.variables, dag_to_cpdag(problem.truth)

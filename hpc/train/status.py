@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import h5py
 
 from hpc.errors import PsleError
-from hpc.train.checkpoint import Contents, read_contents
+from hpc.train.checkpoint import Contents, read_contents, split_key
 from hpc.train.space import PAPER_SPACE
 
 
@@ -48,7 +48,7 @@ def under_way(c: Contents) -> tuple[dict[str, Any] | None, int]:
     and how many of its problems are evaluated; (None, 0) between trials. A trial's evaluations are kept as
     they finish, so a resumed run runs only the problems this count lacks."""
     recorded = {t["member"] for t in c.trials.values()}
-    open_members = Counter(m for m in (k.rsplit("#", 1)[0] for k in c.evaluations) if m not in recorded)
+    open_members = Counter(m for m in (split_key(k)[0] for k in c.evaluations) if m not in recorded)
     if c.resumes is None or not open_members:  # a file from before trial records cannot tell
         return None, 0
     member, done = open_members.most_common(1)[0]
@@ -63,6 +63,15 @@ def read_status(path: str | os.PathLike) -> dict[str, Any]:
         raise PsleError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}, expected a psle train "
                         "checkpoint (the --checkpoint of psle train)")
     written = path.stat().st_mtime
+    contents = read_checkpoint(path)
+    return {"checkpoint": str(path), "written": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(written)),
+            "written_seconds_ago": max(time.time() - written, 0.0), **summary(contents)}
+
+
+def read_checkpoint(path: str | os.PathLike) -> Contents:
+    """A checkpoint's contents, opened read-only and unlocked; a PsleError naming the file if it is not a
+    readable psle train checkpoint."""
+    path = Path(path)
     try:
         f = h5py.File(path, "r", locking=False)
     except OSError as exc:
@@ -78,8 +87,7 @@ def read_status(path: str | os.PathLike) -> dict[str, Any]:
     except Exception as exc:  # h5py reports damage as OSError, KeyError, ValueError, ... by where it broke
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise PsleError(f"{path}: damaged checkpoint ({first})") from None
-    return {"checkpoint": str(path), "written": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(written)),
-            "written_seconds_ago": max(time.time() - written, 0.0), **summary(contents)}
+    return contents
 
 
 def summary(c: Contents) -> dict[str, Any]:
