@@ -2,10 +2,14 @@
 
     python scripts/bench_sle_clusters.py -o test-records.h5 --sle trained.yaml learned default random \
         --problems alarm asia er hub --nodes 1000 --seeds 0-2 [--time-limit 300] [--workers 2]
+    python scripts/bench_sle_clusters.py -o trained-records.h5 --records test-records.h5 --sle trained.yaml \
+        learned default random --problems alarm asia er hub --nodes 1000 --seeds 0-2
 
 Every distinct member of the ensembles named (and of the shipped truth selector's portfolio) runs on
 every cluster of every problem (shuffled columns, PEF's default partition), scored against the truth
 restricted to the cluster, into one records file (hpc.select.records: resumable, rerun the same command).
+Members already run on every problem in the `--records` files (same problems, sizes, seeds) are read from
+them instead, so an ensemble trained later is compared without re-running the others.
 Then, per problem family and ensemble, the size-weighted Q (F1-adjacency + F1-arrowhead) of:
 - `rule`: the paper's rule, every member run and the best BIC kept;
 - `oracle`: the best member per cluster, the paper's Q(A, D) that Auto-SLE maximises;
@@ -29,7 +33,7 @@ from hpc.executors import make_executor
 from hpc.learners.ensemble import load_sle
 from hpc.progress import Progress
 from hpc.select.examples import Example, examples_from_rows
-from hpc.select.records import RecordStore
+from hpc.select.records import RecordStore, join_records, read_records
 from hpc.select.selector import load_selector
 from hpc.store import canonical
 from hpc.train.evaluate import play, weighted_q
@@ -41,6 +45,15 @@ EDGES_PER_NODE = 2  # the generator's default, as scripts/bench_pef.py's test pr
 def test_problems(names: list[str], nodes: int, seeds: list[int]) -> list[RecordProblem]:
     return [RecordProblem(name if name in GRAPH_MODELS else "bnlearn", None if name in GRAPH_MODELS else name, nodes,
                           EDGES_PER_NODE, seed) for name in names for seed in seeds]
+
+
+def previous_records(path: Path, settings: dict) -> dict:
+    """A `--records` file, refused unless it holds every one of these problems under these settings."""
+    doc = read_records(path)
+    theirs = {k: doc["settings"].get(k) for k in settings}
+    if theirs != settings or set(doc["done_problems"]) != set(settings["problems"]):
+        raise SystemExit(f"{path}: records of other problems or settings than these (rerun it with these arguments)")
+    return doc
 
 
 def group(example: Example) -> str:
@@ -59,6 +72,8 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per member run")
     ap.add_argument("--selector", default="truth", help="the selector whose portfolio is scored beside")
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--records", nargs="*", type=Path, default=[],
+                    help="records files of these problems whose members are not run again")
     args = ap.parse_args()
 
     ensembles = {name: members for name, members in (load_sle(s) for s in args.sle)}
@@ -67,16 +82,21 @@ def main() -> None:
     for spec in [m for ms in ensembles.values() for m in ms] + selector.portfolio:
         if canonical(spec) not in map(canonical, union):
             union.append(spec)
-    index = {canonical(s): k for k, s in enumerate(union)}
     problems = test_problems(args.problems, args.nodes, args.seeds)
-    settings = {"kind": "ensembles on test clusters", "problems": [p.key for p in problems], "portfolio": union,
+    settings = {"kind": "ensembles on test clusters", "problems": [p.key for p in problems],
                 "samples": args.samples, "time_limit": args.time_limit}
-    store = RecordStore(args.output, settings)
+    earlier = [(str(path), previous_records(path, settings)) for path in args.records]
+    covered = {canonical(spec) for _, doc in earlier for spec in doc["settings"]["portfolio"]}
+    to_run = [spec for spec in union if canonical(spec) not in covered]
+    store = RecordStore(args.output, {**settings, "portfolio": to_run})
     todo = [p for p in problems if p.key not in store.done_problems]
     with make_executor("local", None, args.workers) as executor:
-        run_clusters(todo, union, store, args.time_limit, args.samples, WEIGHTS, executor, Progress())
+        run_clusters(todo, to_run, store, args.time_limit, args.samples, WEIGHTS, executor, Progress())
 
-    examples = examples_from_rows(list(store.rows.values()), list(range(len(union))))
+    joined, rows = join_records(earlier + [(str(args.output), read_records(args.output))])
+    where = {canonical(s): k for k, s in enumerate(joined)}
+    examples = examples_from_rows(rows, [where[canonical(s)] for s in union])
+    index = {canonical(s): k for k, s in enumerate(union)}  # the examples' member order
     by_group: dict[str, list[Example]] = defaultdict(list)
     for e in examples:
         by_group[group(e)].append(e)

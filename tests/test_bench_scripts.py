@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from hpc.select.records import read_records
+
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.jvm]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,3 +165,13 @@ def test_bench_sle_clusters_scores_ensembles_by_the_rule_and_the_oracle_and_resu
         assert 0 < table[name, "rule"] <= table[name, "oracle"] <= 2
     written = records.stat().st_mtime_ns
     assert bench("bench_sle_clusters.py", *args) == out and records.stat().st_mtime_ns == written  # nothing rerun
+
+    later = tmp_path / "later-records.h5"  # an ensemble compared later runs only its own members
+    rest = args[2:]
+    again = bench("bench_sle_clusters.py", "-o", str(later), "--records", str(records), *rest)
+    assert again.split("->")[1].splitlines()[1:] == out.split("->")[1].splitlines()[1:]
+    assert read_records(later)["settings"]["portfolio"] == []
+    other = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_sle_clusters.py"), "-o",
+                            str(tmp_path / "x.h5"), "--records", str(records), *[a if a != "60" else "50" for a in rest]],
+                           capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert other.returncode != 0 and "other problems or settings" in other.stderr and not (tmp_path / "x.h5").exists()
