@@ -8,8 +8,9 @@
 Every distinct member of the ensembles named (and of the shipped truth selector's portfolio) runs on
 every cluster of every problem (shuffled columns, PEF's default partition), scored against the truth
 restricted to the cluster, into one records file (hpc.select.records: resumable, rerun the same command).
-Members already run on every problem in the `--records` files (same problems, sizes, seeds) are read from
-them instead, so an ensemble trained later is compared without re-running the others.
+Members the `--records` files (finished runs of this script on some of these problems, e.g. one seed each)
+ran on every problem named are read from them instead, so an ensemble trained later is compared without
+re-running the others, and runs of one seed at a time make one table.
 Then, per problem family and ensemble, the size-weighted Q (F1-adjacency + F1-arrowhead) of:
 - `rule`: the paper's rule, every member run and the best BIC kept;
 - `oracle`: the best member per cluster, the paper's Q(A, D) that Auto-SLE maximises;
@@ -48,11 +49,15 @@ def test_problems(names: list[str], nodes: int, seeds: list[int]) -> list[Record
 
 
 def previous_records(path: Path, settings: dict) -> dict:
-    """A `--records` file, refused unless it holds every one of these problems under these settings."""
+    """A `--records` file: finished, made under these settings, on some of these problems (another seed's
+    run, say); refused otherwise."""
     doc = read_records(path)
-    theirs = {k: doc["settings"].get(k) for k in settings}
-    if theirs != settings or set(doc["done_problems"]) != set(settings["problems"]):
-        raise SystemExit(f"{path}: records of other problems or settings than these (rerun it with these arguments)")
+    theirs = {k: doc["settings"].get(k) for k in settings if k != "problems"}
+    ours = {k: v for k, v in settings.items() if k != "problems"}
+    problems = doc["settings"].get("problems", [])
+    if theirs != ours or not set(problems) <= set(settings["problems"]) or set(doc["done_problems"]) != set(problems):
+        raise SystemExit(f"{path}: records of other problems or settings than these, or not finished "
+                         "(rerun it with its own arguments)")
     return doc
 
 
@@ -86,8 +91,11 @@ def main() -> None:
     settings = {"kind": "ensembles on test clusters", "problems": [p.key for p in problems],
                 "samples": args.samples, "time_limit": args.time_limit}
     earlier = [(str(path), previous_records(path, settings)) for path in args.records]
-    covered = {canonical(spec) for _, doc in earlier for spec in doc["settings"]["portfolio"]}
-    to_run = [spec for spec in union if canonical(spec) not in covered]
+    held: dict[str, set[str]] = defaultdict(set)  # member -> the problems an earlier file ran it on
+    for _, doc in earlier:
+        for spec in doc["settings"]["portfolio"]:
+            held[canonical(spec)] |= set(doc["done_problems"])
+    to_run = [spec for spec in union if not held[canonical(spec)] >= set(settings["problems"])]
     store = RecordStore(args.output, {**settings, "portfolio": to_run})
     todo = [p for p in problems if p.key not in store.done_problems]
     with make_executor("local", None, args.workers) as executor:

@@ -175,3 +175,11 @@ def test_bench_sle_clusters_scores_ensembles_by_the_rule_and_the_oracle_and_resu
                             str(tmp_path / "x.h5"), "--records", str(records), *[a if a != "60" else "50" for a in rest]],
                            capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert other.returncode != 0 and "other problems or settings" in other.stderr and not (tmp_path / "x.h5").exists()
+
+    seed1 = tmp_path / "seed1.h5"  # another seed on its own, then both in one table with nothing run again
+    one = bench("bench_sle_clusters.py", "-o", str(seed1), *[a if a != "0" else "1" for a in rest])
+    both = bench("bench_sle_clusters.py", "-o", str(tmp_path / "both.h5"), "--records", str(records), str(seed1),
+                 *[a if a != "0" else "0-1" for a in rest])
+    assert read_records(tmp_path / "both.h5")["settings"]["portfolio"] == []
+    clusters = [int(text.split(" clusters of")[0].split()[-1]) for text in (out, one, both)]
+    assert clusters[2] == clusters[0] + clusters[1]
