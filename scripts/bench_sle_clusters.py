@@ -78,7 +78,8 @@ def main() -> None:
     ap.add_argument("--selector", default="truth", help="the selector whose portfolio is scored beside")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--records", nargs="*", type=Path, default=[],
-                    help="records files of these problems whose members are not run again")
+                    help="finished records files of (some of) these problems: members they ran on all of "
+                         "them are not run again")
     args = ap.parse_args()
 
     ensembles = {name: members for name, members in (load_sle(s) for s in args.sle)}
@@ -101,7 +102,8 @@ def main() -> None:
     with make_executor("local", None, args.workers) as executor:
         run_clusters(todo, to_run, store, args.time_limit, args.samples, WEIGHTS, executor, Progress())
 
-    joined, rows = join_records(earlier + [(str(args.output), read_records(args.output))])
+    joined, rows = join_records(earlier + [(str(args.output), {"settings": store.settings,
+                                                                "rows": list(store.rows.values())})])
     where = {canonical(s): k for k, s in enumerate(joined)}
     examples = examples_from_rows(rows, [where[canonical(s)] for s in union])
     index = {canonical(s): k for k, s in enumerate(union)}  # the examples' member order
