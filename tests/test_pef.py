@@ -71,6 +71,17 @@ def test_merge_small_joins_each_small_cluster_to_its_nearest():
     assert owner[2] == owner[0] and owner[3] == owner[1] and owner[0] != owner[1]
 
 
+def test_merge_small_under_a_cap_never_makes_a_cluster_above_it():
+    # The straggler of 3 is nearest to the cluster of 9, but their union would pass the cap of 10, so it
+    # joins the other small ones; a straggler whose only partner would pass the cap stays alone.
+    dist = np.array([[0, 0.1, 0.5, 0.2], [0.1, 0, 0.6, 0.9], [0.5, 0.6, 0, 0.9], [0.2, 0.9, 0.9, 0]])
+    owner = merge_small(dist, np.array([9, 3, 4, 2]), m=5, cap=10)
+    sizes = np.bincount(owner, weights=[9, 3, 4, 2])
+    assert owner[1] == owner[2] and owner[0] != owner[1] and sizes.max() <= 10
+    alone = merge_small(np.array([[0, 0.1], [0.1, 0]]), np.array([9, 3]), m=5, cap=10)
+    assert alone.tolist() == [0, 1]
+
+
 def two_blocks(rng, size=30, n=1000, cross=(), second=None):
     """Two dense random DAGs on disjoint variables (`size` and `second` of them, default equal),
     optional cross edges, sampled as one SEM."""

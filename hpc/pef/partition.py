@@ -339,8 +339,9 @@ def sparse_cluster_distances(s: sp.spmatrix, labels: np.ndarray) -> np.ndarray:
 
 
 def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int, cap: int = 0) -> np.ndarray:
-    """Merge the closest pair with at least one small (< m) cluster until none is small; with `cap`,
-    prefer pairs whose union stays within it (a small cluster with no such partner still merges).
+    """Merge the closest pair with at least one small (< m) cluster until none is small; with `cap`, only
+    pairs whose union stays within it, so a small cluster with no such partner stays as it is: one piece
+    over the cap would cost a search more than the stragglers cost the seams.
 
     Returns, for each input cluster, the index of the cluster it ends in (0..k'-1).
     """
@@ -356,9 +357,9 @@ def merge_small(dist: np.ndarray, sizes: np.ndarray, m: int, cap: int = 0) -> np
             break
         masked = np.where(small[:, None] & alive[None, :], dist, np.inf)
         if cap:
-            fits = np.where(sizes[:, None] + sizes[None, :] <= cap, masked, np.inf)
-            if np.isfinite(fits).any():
-                masked = fits
+            masked = np.where(sizes[:, None] + sizes[None, :] <= cap, masked, np.inf)
+            if not np.isfinite(masked).any():
+                break
         a, b = np.unravel_index(int(np.argmin(masked)), masked.shape)
         a, b = min(a, b), max(a, b)
         na, nb = sizes[a], sizes[b]
