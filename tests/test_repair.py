@@ -18,8 +18,8 @@ from hpc.graphs.metrics import compare
 from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.repair import (Repair, RepairConfig, block_search, candidate_pairs, changes, join_blocks, repair_blocks,
-                             split_by_halo)
+from hpc.pef.repair import (Repair, RepairConfig, block_search, candidate_pairs, changes, join_blocks, partner_lists,
+                             repair_blocks, split_by_halo)
 from hpc.pef.step import WallLimitHit
 from hpc.pef.steps import NONE, steps_from
 from tests.chains import run_step
@@ -70,11 +70,11 @@ def test_a_block_is_cut_into_parts_whose_search_with_its_halo_fits():
     # The chain 0 - 1 - 2 - 3 - 4 - 5: a variable's partners are the ones one and two steps along it.
     g = PDAG(tuple("abcdef"), [(i, i + 1) for i in range(5)])
     pairs = candidate_pairs(g)
-    parts = split_by_halo(np.arange(6), pairs, 6, 4)
+    parts = split_by_halo(np.arange(6), partner_lists(pairs, 6), 4)
     assert [part.tolist() for part in parts] == [[0, 1], [2], [3], [4, 5]]
     sizes = [len(block_search(g, pairs, part).columns) for part in parts]
     assert sizes == [4, 5, 5, 4]  # 2 and 3 reach five variables on their own: parts alone
-    assert [part.tolist() for part in split_by_halo(np.arange(6), pairs, 6, 6)] == [list(range(6))]
+    assert [part.tolist() for part in split_by_halo(np.arange(6), partner_lists(pairs, 6), 6)] == [list(range(6))]
 
 
 def test_joined_blocks_reverse_a_cross_edge_that_would_close_a_cycle():

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +34,7 @@ from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.learners.ensemble import MemberRun
 from hpc.pef.partition import largest_cluster
+from hpc.pef.parts import pack_walk
 from hpc.pef.repair import acyclic_union, candidate_pairs, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
@@ -124,28 +124,8 @@ def split_core(dag: PDAG, rank: np.ndarray, core: np.ndarray, upto: int, mb: lis
         if a in inside and b in inside:
             near[a].append(b)
             near[b].append(a)
-    visit: list[int] = []
-    seen: set[int] = set()
-    for start in sorted(inside, key=lambda v: rank[v]):
-        queue = deque([start] if start not in seen else [])
-        seen.update(queue)
-        while queue:
-            v = queue.popleft()
-            visit.append(v)
-            for w in sorted(near[v], key=lambda u: rank[u]):
-                if w not in seen:
-                    seen.add(w)
-                    queue.append(w)
-    parts: list[list[int]] = []
-    members: set[int] = set()
-    for v in visit:
-        if parts and len(members | {v} | mb[v]) <= upto:
-            parts[-1].append(v)
-            members |= {v} | mb[v]
-        else:
-            parts.append([v])
-            members = {v} | mb[v]
-    return [np.array(sorted(part), dtype=np.int64) for part in parts]
+    return pack_walk(sorted(inside, key=lambda v: rank[v]), lambda v: sorted(near[v], key=lambda u: rank[u]),
+                     lambda v: {v} | mb[v], upto)
 
 
 def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0) -> list[PolishBlock]:

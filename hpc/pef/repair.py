@@ -26,7 +26,6 @@ With `upto`, each block is cut into parts whose search, halo counted, holds at m
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from hpc.checks import check_number
 from hpc.learners.ensemble import MemberRun
+from hpc.pef.parts import pack_walk
 from hpc.pef.step import Chain, Step, StepMemory, searches
 from hpc.store import canonical
 from hpc.graphs.equivalence import dag_to_cpdag, is_acyclic, pdag_to_dag, reaches
@@ -141,41 +141,23 @@ def repair_blocks(clusters: list[np.ndarray], graph: PDAG, size: int) -> list[np
     return [np.sort(np.concatenate([clusters[c] for c in members[i]])) for i in range(k) if alive[i]]
 
 
-def split_by_halo(core: np.ndarray, pairs: np.ndarray, p: int, upto: int) -> list[np.ndarray]:
-    """`core` in parts whose search (the part and every partner of it in `pairs`) holds at most `upto`
-    variables; a variable whose own search is larger is a part alone. The core is walked breadth-first along
-    the pairs, from its smallest index, so a part holds variables near each other and shares their halo."""
+def partner_lists(pairs: np.ndarray, p: int) -> list[list[int]]:
+    """Each variable's partners in `pairs`, in increasing order."""
     partners: list[list[int]] = [[] for _ in range(p)]
     for a, b in pairs.tolist():
         partners[a].append(b)
         partners[b].append(a)
-    inside = np.zeros(p, dtype=bool)
+    return [sorted(ws) for ws in partners]
+
+
+def split_by_halo(core: np.ndarray, partners: list[list[int]], upto: int) -> list[np.ndarray]:
+    """`core` in parts whose search (the part and every partner of it, `partner_lists`) holds at most `upto`
+    variables; a variable whose own search is larger is a part alone. The core is walked breadth-first along
+    its pairs, from its smallest index, so a part holds variables near each other and shares their halo."""
+    inside = np.zeros(len(partners), dtype=bool)
     inside[core] = True
-    order: list[int] = []
-    seen = np.zeros(p, dtype=bool)
-    for start in core.tolist():
-        if seen[start]:
-            continue
-        seen[start] = True
-        queue = deque([start])
-        while queue:
-            v = queue.popleft()
-            order.append(v)
-            for w in sorted(partners[v]):
-                if inside[w] and not seen[w]:
-                    seen[w] = True
-                    queue.append(w)
-    parts: list[list[int]] = []
-    columns: set[int] = set()
-    for v in order:
-        mine = {v, *partners[v]}
-        if parts and len(columns | mine) <= upto:
-            parts[-1].append(v)
-            columns |= mine
-        else:
-            parts.append([v])
-            columns = mine
-    return [np.array(sorted(part), dtype=np.int64) for part in parts]
+    return pack_walk(core.tolist(), lambda v: [w for w in partners[v] if inside[w]], lambda v: {v, *partners[v]},
+                     upto)
 
 
 @dataclass(frozen=True)
@@ -278,8 +260,11 @@ class Repair(Step):
         cores = repair_blocks(chain.clusters, graph, config.block)
         while len(states) <= config.rounds and (len(states) < 2 or states[-1] != states[-2]):
             pairs = candidate_pairs(states[-1])
-            parts = [part for core in cores for part in split_by_halo(core, pairs, graph.p, config.upto)] \
-                if config.upto else cores
+            if config.upto:
+                partners = partner_lists(pairs, graph.p)
+                parts = [part for core in cores for part in split_by_halo(core, partners, config.upto)]
+            else:
+                parts = cores
             blocks = [block_search(states[-1], pairs, core) for core in parts]
             chain.show.note(f"repair: round {len(states)} (at most {config.rounds}) over all {graph.p} variables "
                             f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
