@@ -1,5 +1,8 @@
 import importlib.util
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +133,19 @@ def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(tmp_path):
         write_problem(paths[-1], benchmark_problem(200, seed, 50, network="child"))
     assert paths[0].read_bytes() == paths[1].read_bytes()
     assert paths[0].read_bytes() != paths[2].read_bytes()
+
+
+def test_the_data_are_the_same_bytes_whichever_kernel_the_blas_picks():
+    """PEF orders the columns by a digest of their bytes, so a problem that moved in its last bit with the
+    machine's BLAS kernel (OpenBLAS picks one per CPU) would be listed, partitioned and searched in another
+    order there. Sampling uses no BLAS: the generic x86-64 kernel gives the bytes this CPU's kernel gives."""
+    script = ("import hashlib, sys; from hpc.data.generate import benchmark_problem; "
+              "sys.stdout.write(hashlib.sha256(benchmark_problem(300, 1, 200, graph='layer').data.tobytes())"
+              ".hexdigest())")
+    digests = {kernel: subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                      env={**os.environ, "OPENBLAS_CORETYPE": kernel}).stdout
+               for kernel in ("", "Prescott")}
+    assert len(set(digests.values())) == 1, digests
 
 
 @pytest.mark.parametrize("kwargs, message", [

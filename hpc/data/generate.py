@@ -379,10 +379,11 @@ def sample(sem: SEM, n_samples: int, rng: np.random.Generator) -> np.ndarray:
     child = dag.directed[by_child, 1]
     ptr = np.searchsorted(child, np.arange(dag.p + 1))
     parents, weights = dag.directed[by_child, 0], sem.weights[by_child]
+    # One parent at a time, not a BLAS product: elementwise arithmetic rounds the same on every machine,
+    # where a BLAS kernel (chosen per CPU) may sum in another order, and PEF orders columns by their bytes.
     for j in topological_order(dag).tolist():
-        lo, hi = ptr[j], ptr[j + 1]
-        if hi > lo:
-            x[:, j] += x[:, parents[lo:hi]] @ weights[lo:hi]
+        for k in range(ptr[j], ptr[j + 1]):
+            x[:, j] += x[:, parents[k]] * weights[k]
     x -= x.mean(axis=0)
     sd = x.std(axis=0)
     sd[sd == 0] = 1.0
