@@ -93,6 +93,20 @@ def test_fges_equals_a_direct_tetrad_call(alarm100, tetrad):
     assert ours.graph_ == direct
 
 
+def test_fges_backward_phase_runs_on_the_calling_thread(tetrad):
+    """fGES's backward phase forks a step over more than 100 nodes onto the JVM's common pool, whatever
+    setNumThreads says, and its halves break score ties with one unsynchronised counter. The JVM starts
+    that pool without threads, so the search stays on one thread and the pool never grows one."""
+    from java.util.concurrent import ForkJoinPool
+
+    from hpc.learners.tetrad import run_fges
+
+    x = benchmark_problem(150, 0, 1000, graph="er").data
+    directed, undirected = run_fges(covariance(x), 1000, 2.0, 1000, True)
+    assert len(directed) + len(undirected) > 100  # a backward phase over every node, so it forked
+    assert ForkJoinPool.commonPool().getPoolSize() == 0
+
+
 def test_pc_stable_equals_a_direct_tetrad_call(alarm100, tetrad):
     from edu.cmu.tetrad.search import Pc
     from edu.cmu.tetrad.search.test import IndTestFisherZ

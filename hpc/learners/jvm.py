@@ -25,6 +25,10 @@ def jvm_options(heap: str = DEFAULT_HEAP) -> list[str]:
         # A sequential identity hash makes every search reproducible.
         "-XX:+UnlockExperimentalVMOptions",
         "-XX:hashCode=3",
+        # fGES's backward phase forks large steps onto the common pool whatever its thread setting, and
+        # both halves bump one unsynchronised counter that breaks ties between equal scores: the graph
+        # could then follow thread timing and the core count. With no pool threads the caller runs them.
+        "-Djava.util.concurrent.ForkJoinPool.common.parallelism=0",
     ]
 
 
