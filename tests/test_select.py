@@ -73,11 +73,25 @@ def test_pilot_features_tell_a_collider_from_a_chain_and_count_triangles():
               "triangle": np.column_stack([x, x + e, x + 0.5 * (x + e) + y])}
     f = {k: dict(zip(FEATURES, cluster_features(covariance(v), 2000))) for k, v in shapes.items()}
     assert f["collider"]["pilot_unshielded_per_var"] == f["chain"]["pilot_unshielded_per_var"] == pytest.approx(1 / 3)
-    assert f["collider"]["pilot_collider_fraction"] == 1.0 and f["chain"]["pilot_collider_fraction"] == 0.0
+    assert f["collider"]["pilot_collider_share"] == 1.0 and f["chain"]["pilot_collider_share"] == 0.0
     assert f["chain"]["pilot_kept_after_depth1"] == pytest.approx(2 / 3)  # x - y went at depth 1
     assert f["collider"]["pilot_kept_after_depth1"] == 1.0  # x - y already went at depth 0
     assert f["triangle"]["pilot_transitivity"] == 1.0 and f["triangle"]["pilot_unshielded_per_var"] == 0.0
     assert f["chain"]["pilot_transitivity"] == 0.0 and f["chain"]["pilot_degree_mean"] == pytest.approx(4 / 3)
+
+
+def test_features_do_not_depend_on_the_columns_order():
+    """PEF lists a cluster's columns in an order taken from the data's bytes, which move with the last bit
+    of a value; a feature that depended on that order (the search keeps the first separating variable it
+    meets) would give a selector another pick on another machine."""
+    from hpc.data.generate import benchmark_problem
+
+    x = benchmark_problem(120, 3, 500, graph="er", edges_per_node=3).data
+    cov = covariance(x)
+    base = cluster_features(cov, 500)
+    assert 0.0 < dict(zip(FEATURES, base))["pilot_collider_share"] < 1.0  # both kinds of centre present
+    for perm in (np.random.default_rng(s).permutation(120) for s in range(3)):
+        np.testing.assert_allclose(cluster_features(cov[np.ix_(perm, perm)], 500), base, rtol=1e-12, atol=1e-12)
 
 
 def test_restricted_truth_is_the_cpdag_of_the_induced_subgraph():

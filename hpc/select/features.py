@@ -38,8 +38,11 @@ a depth-1 search leaves and how it separates pairs does:
 - `pilot_kept_after_depth1`: edges left after depth 1 over edges left after depth 0: how many
   marginal dependencies one other variable explains (chains, trees) or not (dense graphs).
 - `pilot_unshielded_per_var`: unshielded triples a - c - b per variable.
-- `pilot_collider_fraction`: the share of those whose centre is not in the pair's separating set,
-  i.e. the colliders PC would orient: many parents per child (dense random DAGs) give many.
+- `pilot_collider_share`: the share of those whose centre c separates neither way, i.e. a and b
+  are not independent given c alone (or were independent marginally): the colliders PC would
+  orient, and many parents per child (dense random DAGs) give many. It asks every centre, not
+  the one separating variable the search happened to keep, so that the value does not depend
+  on the columns' order (the search keeps the first that separates).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import numpy as np
 import scipy.linalg
 from scipy.special import ndtri
 
-from hpc.learners.pc import skeleton
+from hpc.learners.pc import BATCH, independent, skeleton
 
 FEATURES: tuple[str, ...] = (
     "log_p", "log_n", "p_over_n",
@@ -57,10 +60,10 @@ FEATURES: tuple[str, ...] = (
     "partial_density", "partial_degree_mean", "partial_degree_cv", "partial_degree_skew", "partial_degree_max",
     "partial_to_marginal", "r2_mean", "r2_q90", "top_eigen_fraction",
     "pilot_degree_mean", "pilot_degree_cv", "pilot_degree_max", "pilot_degree_skew", "pilot_transitivity",
-    "pilot_kept_after_depth1", "pilot_unshielded_per_var", "pilot_collider_fraction",
+    "pilot_kept_after_depth1", "pilot_unshielded_per_var", "pilot_collider_share",
 )
 #: Bumped whenever a feature's definition changes; selectors record the version they were fit on.
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 RIDGE = 0.1
 ALPHA = 0.01
 PILOT_DEPTH = 1
@@ -99,12 +102,29 @@ def pilot_features(r: np.ndarray, n: int) -> list[float]:
     triangles = float(np.einsum("ij,ji->", common, a)) / 6
     open_pairs = np.triu(~adj, 1)
     unshielded = float(common[open_pairs].sum())
-    # A pair separated at depth <= 1 has at most one separating variable; it is a non-collider centre
-    # of that pair's triple where it neighbours both.
-    non_colliders = sum(1 for (i, j), s in sepsets.items() if s and adj[i, s[0]] and adj[j, s[0]])
+    non_colliders = _separating_centres(r, n, adj, [(i, j) for (i, j), s in sepsets.items() if s])
     return [deg.mean(), cv, deg.max() / p, skew, 3 * triangles / wedges if wedges else 0.0,
             kept / kept0 if kept0 else 0.0, unshielded / p,
             (unshielded - non_colliders) / unshielded if unshielded else 0.0]
+
+
+def _separating_centres(r: np.ndarray, n: int, adj: np.ndarray, pairs: list[tuple[int, int]]) -> int:
+    """How many (pair, c) with c a common neighbour of the non-adjacent pair (a, b) have a and b
+    independent given c (the depth-1 test, as the search makes it). Pairs separated marginally have
+    none: no test given c ran for them."""
+    if not pairs:
+        return 0
+    ab = np.asarray(pairs, dtype=np.int64)
+    ab = ab[(adj[ab[:, 0]] & adj[ab[:, 1]]).any(axis=1)]
+    count, chunk = 0, max(1, BATCH // r.shape[0])
+    for start in range(0, len(ab), chunk):
+        a, b = ab[start:start + chunk].T
+        k, c = np.nonzero(adj[a] & adj[b])
+        a, b = a[k], b[k]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rc = (r[a, b] - r[a, c] * r[b, c]) / np.sqrt((1.0 - r[a, c] ** 2) * (1.0 - r[b, c] ** 2))
+        count += int(independent(np.nan_to_num(rc, nan=1.0), n, 1, ALPHA).sum())
+    return count
 
 
 def cluster_features(cov: np.ndarray, n: int) -> np.ndarray:
