@@ -35,7 +35,7 @@ def flopsearch_version() -> str:
     try:
         return version("flopsearch")
     except PackageNotFoundError:
-        return "not installed: pip install flopsearch==0.3.0 (the flop learner needs it)"
+        return "not installed: pip install flopsearch==0.2.2 (the flop learner needs it)"
 
 
 def add(sub) -> None:

@@ -286,9 +286,9 @@ class GRaSP(Member):
 
 class FLOP(Member):
     """FLOP (Wienöbst, Henckel & Weichwald, ICLR 2026; `flopsearch`, Rust): an order search with BIC, as
-    BOSS, with iterated-local-search restarts. Not reproducible: it draws from an unseeded generator even
-    without restarts and settles ties by rounding (hpc.learners.flop), so two runs on the same data can
-    give different graphs. Needs fewer variables than rows; takes no knowledge; single-threaded."""
+    BOSS, with iterated-local-search restarts. Without restarts the same data give the same graph; restarts
+    draw from a generator no caller can seed (hpc.learners.flop). Needs fewer variables than rows; takes no
+    knowledge; single-threaded."""
 
     method, label = "flop", "FLOP"
     runner = "hpc.learners.flop:run_flop"
