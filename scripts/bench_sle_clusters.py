@@ -122,6 +122,7 @@ def main() -> None:
     picks = [index[canonical(m)] for m in selector.portfolio]
     orders = {id(e): [picks[k] for k in o] for e, o in zip(examples, selector.orders(np.stack([e.features for e in examples])))}
     rows.append((f"{args.selector} selector", "first pick", lambda e: play(e, orders[id(e)], top_k=1)))
+    totals = []
     for name, way, policy in rows:
         cells, seconds = [], 0.0
         for _, es in sorted(by_group.items()):
@@ -129,8 +130,18 @@ def main() -> None:
             cells.append(f"{weighted_q(es, [k for k, _ in played]):.3f}")
             seconds += sum(s for _, s in played)
         everything = [policy(e)[0] for e in examples]
+        totals.append((name, way, everything))
         print(f"| {name} | {way} | " + " | ".join(cells) + f" | {weighted_q(examples, everything):.3f} | "
               f"{seconds:,.0f} |")
+    size = np.array([e.size for e in examples], dtype=np.float64)
+    print("\nAll clusters, size-weighted F1 (0 where the pick has no graph), SHD summed where it has one:\n\n"
+          "| ensemble | way | F1-adj | F1-arrow | Q | SHD | clusters with no graph |\n|---|---|---|---|---|---|---|")
+    for name, way, picks in totals:
+        adj = np.array([np.nan_to_num(e.f1_adjacent[k]) for e, k in zip(examples, picks)])
+        arrow = np.array([np.nan_to_num(e.f1_arrowhead[k]) for e, k in zip(examples, picks)])
+        shd = np.array([e.shd[k] for e, k in zip(examples, picks)])
+        print(f"| {name} | {way} | {adj @ size / size.sum():.3f} | {arrow @ size / size.sum():.3f} | "
+              f"{weighted_q(examples, picks):.3f} | {int(shd[shd >= 0].sum()):,} | {int((shd < 0).sum())} |")
     single = [(weighted_q(examples, [k] * len(examples)), k) for k in range(len(union))]
     best_q, best = max(single)
     print(f"\nbest single member over all clusters: {canonical(union[best])} ({best_q:.3f}); every member's Q: "

@@ -30,6 +30,10 @@ class Example:
     quality: np.ndarray
     seconds: np.ndarray
     timed_out: np.ndarray
+    #: Q's two parts and the SHD per member (NaN and -1 where it has no graph): tables report them beside Q.
+    f1_adjacent: np.ndarray | None = None
+    f1_arrowhead: np.ndarray | None = None
+    shd: np.ndarray | None = None
 
 
 #: A truth selector's default tolerance (Q = F1-adjacency + F1-arrowhead): chosen by cross-validation on the
@@ -60,7 +64,10 @@ def examples_from_rows(rows: list[dict[str, Any]], members: list[int]) -> list[E
             int(rs[0]["size"]), ok,
             np.array([r["bic"] if o else -np.inf for r, o in zip(rs, ok)]),
             np.array([r["f1_adjacent"] + r["f1_arrowhead"] if o else 0.0 for r, o in zip(rs, ok)]),
-            np.array([r["seconds"] for r in rs]), np.array([r["status"] == "timed out" for r in rs])))
+            np.array([r["seconds"] for r in rs]), np.array([r["status"] == "timed out" for r in rs]),
+            np.array([r["f1_adjacent"] if o else np.nan for r, o in zip(rs, ok)]),
+            np.array([r["f1_arrowhead"] if o else np.nan for r, o in zip(rs, ok)]),
+            np.array([r["shd"] if o else -1 for r, o in zip(rs, ok)])))
     return out
 
 
