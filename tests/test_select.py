@@ -221,6 +221,32 @@ def test_records_of_an_older_feature_set_are_upgraded_without_rerunning_members(
     assert again.returncode != 0 and again.stderr.strip().endswith("exists; --upgrade writes a new records file")
 
 
+def test_an_upgraded_cluster_is_keyed_where_todays_partition_lists_it(small_records, tmp_path):
+    """Records made when the partition listed a cluster under another index join a fresh run's rows only
+    if the upgrade moves them to today's index (a join of the two refuses a key whose data differ)."""
+    from hpc.store import canonical
+    from hpc.select.records import COLUMNS, content_hash
+
+    path = small_records[0]
+    old = tmp_path / "old.h5"
+    old.write_bytes(path.read_bytes())
+    with h5py.File(old, "r+") as f:
+        g = f["records"]
+        arrays = {name: g[name][()] for name in ("key", "status", "features", *COLUMNS)}
+        for name in ("key", "status"):
+            arrays[name] = np.array([v.decode() for v in arrays[name]], dtype=object)
+        problem, cluster, member = zip(*(k.rsplit("#", 2) for k in arrays["key"]))
+        arrays["key"] = np.array([f"{a}#{int(c) + 100}#{m}" for a, c, m in zip(problem, cluster, member)], dtype=object)
+        del g["key"]
+        g["key"] = arrays["key"].astype(bytes)
+        f.attrs["features"] = canonical(list(FEATURES))
+        f.attrs["sha256"] = content_hash(arrays, json.loads(f.attrs["done_problems"]))
+    new = tmp_path / "new.h5"
+    proc = subprocess.run([*PSLE, "records", "--upgrade", str(old), "-o", str(new)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r["key"] for r in read_records(new)["rows"]) == sorted(r["key"] for r in read_records(path)["rows"])
+
+
 def test_records_rerun_makes_one_familys_runs_again_copies_the_rest_and_resumes(small_records, tmp_path, monkeypatch):
     """Records whose bnlearn runs are stale (marked by their seconds): --rerun bnlearn runs every member on every
     bnlearn cluster again, once, even across an interruption, and copies the hub rows as they were."""

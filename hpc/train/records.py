@@ -178,8 +178,9 @@ def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress
             if c is None:
                 dropped += 1
                 continue
-            for r in rows:
-                store.rows[r["key"]] = {**r, "features": c.features}
+            for r in rows:  # keyed by where today's partition lists it, as a fresh run of it would be
+                moved = store.key(key, c.index, int(r["key"].rsplit("#", 1)[1]))
+                store.rows[moved] = {**r, "key": moved, "features": c.features}
         if key in doc["done_problems"]:
             store.done_problems.add(key)
         if progress:
