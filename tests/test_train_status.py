@@ -263,3 +263,17 @@ def test_a_resumed_training_counts_the_resume_and_keeps_its_trials(trained):
                              text=True, timeout=120)
         assert bad.returncode == 2 and bad.stdout == ""
         assert bad.stderr.count("\n") == 1 and str(trained["dir"] / name) in bad.stderr and says in bad.stderr
+
+
+def test_the_shipped_trained_sle_is_what_the_committed_training_checkpoint_holds():
+    """hpc/conf/sle/trained.yaml names its checkpoint by sha256; its members are that training's rounds, in order."""
+    import hashlib
+
+    from hpc.learners.ensemble import load_sle
+
+    root = Path(__file__).parents[1]
+    checkpoint = root / "bench" / "autosle-run" / "checkpoint.h5"
+    assert hashlib.sha256(checkpoint.read_bytes()).hexdigest() in (root / "hpc/conf/sle/trained.yaml").read_text()
+    status = json.loads(subprocess.run([PSLE, "train", "--status", str(checkpoint), "--json"], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert status["finished"] and load_sle("trained")[1] == [r["member"] for r in status["rounds"]]

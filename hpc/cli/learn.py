@@ -192,7 +192,7 @@ def add(sub) -> None:
     learn.add_argument("--method", default="p-sle", choices=methods(),
                        help="p-sle (default): PEF with an ensemble; sle: the ensemble on the whole problem; "
                             "p-<learner>: PEF with one learner; <learner>: one learner on the whole problem")
-    learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned, default, random, portfolio or "
+    learn.add_argument("--sle", default=None, help="ensemble for sle/p-sle: learned, trained, default, random, portfolio or "
                                                    "a .yaml (with --selection all: default learned; with predicted: "
                                                    "the selector's portfolio)")
     learn.add_argument("--selection", default=None, choices=["all", "predicted"],
