@@ -22,6 +22,23 @@ def bench(script: str, *args: str) -> str:
     return run.stdout
 
 
+def markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every markdown table a script printed, each as rows keyed by its header."""
+    tables: list[list[dict[str, str]]] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+            tables.append([])
+        elif not set("".join(cells)) <= set("-"):
+            tables[-1].append(dict(zip(header, cells)))
+    return tables
+
+
 def test_bench_pef_prints_one_row_per_method():
     out = bench("bench_pef.py", "--graph", "er", "--nodes", "240", "--seeds", "0", "--methods", "psle",
                 "psle-norepair", "fges-faithful", "--pef", "sparse_above=0", "candidates_above=0")
@@ -157,12 +174,14 @@ def test_bench_sle_clusters_scores_ensembles_by_the_rule_and_the_oracle_and_resu
     args = ["-o", str(records), "--sle", "learned", "random", "--problems", "asia", "er", "--nodes", "60",
             "--seeds", "0", "--workers", "1"]
     out = bench("bench_sle_clusters.py", *args)
-    table = {(r[1].strip(), r[2].strip()): float(r[-3]) for r in
-             (line.split("|") for line in out.splitlines() if line.startswith("| ") and "---" not in line)
-             if r[1].strip() != "ensemble"}
+    by_group, overall = markdown_tables(out)
+    table = {(r["ensemble"], r["way"]): float(r["all"]) for r in by_group}
     assert {"learned", "random", "truth selector"} == {name for name, _ in table}
     for name in ("learned", "random"):  # the best member per cluster is never worse than the best BIC's
         assert 0 < table[name, "rule"] <= table[name, "oracle"] <= 2
+    for r in overall:  # the F1 table's Q is the group table's, and the two F1s add up to it
+        assert float(r["Q"]) == table[r["ensemble"], r["way"]]
+        assert float(r["F1-adj"]) + float(r["F1-arrow"]) == pytest.approx(float(r["Q"]), abs=2e-3)
     written = records.stat().st_mtime_ns
     assert bench("bench_sle_clusters.py", *args) == out and records.stat().st_mtime_ns == written  # nothing rerun
 
