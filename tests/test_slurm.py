@@ -18,6 +18,7 @@ from tests.conftest import psle_experiment
 
 pytestmark = pytest.mark.slurm
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ["--problems", "6", "--max-nodes", "40", "--k", "2", "--trials", "8"]
 
 
@@ -89,8 +90,10 @@ def test_sweep_is_one_array_job_with_correct_results_and_resubmission_skips(tmp_
         assert sum(c["size"] for c in meta["clusters"]) == row["p"] and meta["fusion"]["pairs_screened"] > 0
         metrics = evaluate(graph, problem.truth)
         assert row["f1_adjacent"] == pytest.approx(metrics.f1_adjacent) and row["shd"] == metrics.shd
-        # fGES and (numpy) PC-Stable are reproducible run to run: a SLURM task's graph is a local run's.
-        local = PEF([{"method": row["method"][2:]}], progress=False,
+        # fGES and (numpy) PC-Stable are reproducible run to run: a SLURM task's graph is a local run's
+        # with the method config's members.
+        members = yaml.safe_load((ROOT / "hpc" / "conf" / "method" / f"{row['method']}.yaml").read_text())["members"]
+        local = PEF(members, progress=False,
                     partition=PartitionConfig(whole_below=0)).fit(problem.data, problem.variables)
         assert local.graph_ == graph, f"{path}: the SLURM task's graph differs from a local run"
     stamps = {p: p.stat().st_mtime_ns for p in results}
