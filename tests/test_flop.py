@@ -21,7 +21,7 @@ from hpc.graphs.equivalence import dag_to_cpdag, topological_order
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import covariance
 from hpc.learners.ensemble import run_member
-from hpc.learners.flop import cpdag_arrays, factor
+from hpc.learners.flop import cpdag_arrays, factor, run_flop
 from hpc.learners.members import FLOP, MEMBERS, TIMED_OUT, LearnerError
 from hpc.learners.worker import TetradWorker
 from tests.conftest import dag
@@ -79,6 +79,11 @@ def test_the_same_graph_twice_where_many_orders_score_alike():
     x = benchmark_problem(200, 101, 1000, graph="er").data
     graphs = [FLOP(penalty=2.0).fit(x).graph_ for _ in range(3)]
     assert graphs[0] == graphs[1] == graphs[2]
+
+
+def test_one_variable_has_no_edges():  # flopsearch 0.2.2 panics on a single column
+    directed, undirected = run_flop(np.ones((1, 1)), 100, 2.0, 0)
+    assert directed.shape == undirected.shape == (0, 2)
 
 
 def test_cpdag_arrays_reads_flops_encoding_and_refuses_anything_else():

@@ -8,11 +8,9 @@ import numpy as np
 import pytest
 
 from hpc.data.generate import SEM, benchmark_problem, sample
-from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
-from hpc.pef.partition import standardize
 from hpc.pef.pipeline import PEF
 from hpc.pef.polish import Polish, PolishConfig, blanket, communities, join_parents, polish_blocks
 from hpc.pef.steps import steps_from
@@ -117,45 +115,6 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
     # a part whose search is still over it (here every variable's: each has a neighbour) does not run
     graph, account = run_step(Polish(PolishConfig(upto=1)), x, start, clusters)
     assert graph == start and account["searches"] == 0
-
-
-@pytest.mark.jvm
-def test_a_flop_polish_searches_beyond_the_candidate_pairs_and_never_keeps_a_worse_optimum():
-    from hpc.learners.bic import bic
-    from hpc.learners.flop import run_flop_dag
-
-    x, dag, clusters = planted()
-    truth = dag_to_cpdag(dag)
-    # the second chain missing: its pairs are no candidates, so BOSS cannot add it back and FLOP does
-    start = dag_to_cpdag(dag.with_edges(np.array([(i, i + 1) for i in range(5)] + [(2, 8), (3, 9), (4, 10)])))
-    boss, _ = run_step(Polish(PolishConfig(upto=100)), x, start, clusters)
-    flop, account = run_step(Polish(PolishConfig(upto=100, engine="flop")), x, start, clusters)
-    assert compare(boss, truth).shd > 0 and compare(flop, truth).shd == 0 and account["no_better"] == 0
-    # two spurious edges: a FLOP search that ends at no higher BIC than the start's DAG on its block (by hand)
-    # leaves its core's parents as they were; here one does, and the other gives its core the start's parents
-    start = dag_to_cpdag(dag.with_edges(np.concatenate([dag.directed, [[8, 10], [9, 11]]])))
-    graph, account = run_step(Polish(PolishConfig(upto=100, engine="flop")), x, start, clusters)
-    z = standardize(x, np.float64)
-    worse = 0
-    for block in polish_blocks(start, clusters, 100):
-        names = tuple(f"x{i}" for i in block.columns)
-        mine = PDAG(names, run_flop_dag(z[:, block.columns], 2.0, block.order))
-        cov, n = np.cov(z[:, block.columns], rowvar=False), len(z)
-        worse += bic(mine, cov, n, 2.0) <= bic(start.subgraph(block.columns), cov, n, 2.0)
-    assert account["no_better"] == worse == 1 and graph == start
-    chain = x[:, :6]  # a chain alone: its class holds it directed either way, and the DAG follows the order
-    for order in (np.arange(6), np.arange(6)[::-1]):
-        along = run_flop_dag(chain, 2.0, order)
-        rank = np.argsort(order)
-        assert sorted(map(sorted, along.tolist())) == [[i, i + 1] for i in range(5)]
-        assert (rank[along[:, 0]] < rank[along[:, 1]]).all()
-
-
-def test_an_unknown_polish_engine_is_refused_naming_the_known_ones():
-    with pytest.raises(PsleError, match=r"^polish.engine=ges: unknown; known: boss, flop$"):
-        steps_from({"polish.engine": "ges"})
-    with pytest.raises(PsleError, match=r"^recut.engine=x: unknown"):
-        steps_from({"recut.engine": "x"})
 
 
 @pytest.mark.jvm

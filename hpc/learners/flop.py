@@ -28,8 +28,6 @@ import sys
 import numpy as np
 from scipy.linalg.lapack import dpotrf
 
-from hpc.graphs.equivalence import pdag_to_dag
-from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import MIN_RESIDUAL
 from hpc.learners.tetrad import tetrad_name
 from hpc.learners.worker import PARENT_ENV
@@ -100,23 +98,3 @@ def run_flop(cov: np.ndarray, n: int, penalty: float, restarts: int) -> tuple[np
         raise ValueError(f"{exc} (a nearly singular covariance: some variables are almost linear combinations "
                          "of others)") from None
     return cpdag_arrays(a)
-
-
-def run_flop_dag(x: np.ndarray, penalty: float, order: np.ndarray) -> np.ndarray:
-    """One DAG in the class FLOP (no restarts: the same DAG for the same data) finds over the columns of `x`,
-    as parent -> child rows: what a step after fusion joins, variable by variable, into the graph so far.
-
-    FLOP sees the columns in `order` (the graph so far's order; its result depends on the columns' order).
-    Of the class's DAGs, the one closest to `order`: FLOP's CPDAG leaves some edges undirected, and a
-    variable whose parents are kept must not take one from an arbitrary orientation (a search's halo has
-    no parents of its own, so its edges to the core are often undirected). The extension removes the
-    lowest-indexed valid sink first (hpc.graphs.equivalence.pdag_to_dag), so it is given the columns
-    latest first: of the sinks it may remove, the latest in `order`, so undirected edges tend to point
-    along it (a chain's all do)."""
-    x = np.asarray(x, dtype=np.float64)
-    order = np.asarray(order, dtype=np.int64)
-    p = len(order)
-    directed, undirected = run_flop(np.atleast_2d(np.cov(x[:, order], rowvar=False)), x.shape[0], penalty, 0)
-    flip = p - 1 - np.arange(p)  # place in `order` -> its index counted from the end, and back
-    cpdag = PDAG(tuple(map(str, range(p))), flip[directed], flip[undirected])
-    return order[flip[pdag_to_dag(cpdag, strict=False).directed]]

@@ -30,19 +30,16 @@ import networkx as nx
 import numpy as np
 
 from hpc.checks import check_number
-from hpc.errors import PsleError
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
-from hpc.learners.bic import local_scores
 from hpc.learners.ensemble import MemberRun
 from hpc.pef.partition import largest_cluster
 from hpc.pef.parts import pack_walk
 from hpc.pef.repair import acyclic_union, candidate_pairs, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
-#: The polish's runners in the learner worker, by engine: BOSS (Tetrad) started from the graph so far's order and
-#: kept to its candidate pairs, or FLOP (hpc.learners.flop) over the whole search from its own start.
-RUNNERS = {"boss": "hpc.learners.tetrad:run_boss_bounded", "flop": "hpc.learners.flop:run_flop_dag"}
+#: The polish's runner in the JVM worker (hpc.learners.tetrad).
+RUNNER = "hpc.learners.tetrad:run_boss_bounded"
 
 
 @dataclass(frozen=True)
@@ -52,20 +49,12 @@ class PolishConfig:
     # 1,000 variables, 250 was as accurate as 500 (er, Alarm) or more (hub) at half the seconds, and 150 less
     # accurate (BENCHMARKS.md, "A BOSS polish per cluster").
     upto: int = 250
-    # The search's BIC penalty discount (Tetrad's documented default, the repair's).
+    # BOSS's BIC penalty discount (Tetrad's documented default, the repair's).
     penalty: float = 2.0
-    # The search: "boss" or "flop" (which knows no prior knowledge: a search with some runs BOSS).
-    engine: str = "boss"
 
     def validate(self) -> None:
         check_number("polish.upto", self.upto, 0, 10_000_000, integer=True)
         check_number("polish.penalty", self.penalty, 1.0, 1000.0)
-        check_engine("polish.engine", self.engine)
-
-
-def check_engine(name: str, engine: str) -> None:
-    if engine not in RUNNERS:
-        raise PsleError(f"{name}={engine}: unknown; known: {', '.join(RUNNERS)}")
 
 
 @dataclass(frozen=True)
@@ -184,25 +173,6 @@ def join_parents(graph: PDAG, blocks: list[PolishBlock], results: list[np.ndarra
     return dag_to_cpdag(graph.with_edges(directed, np.empty((0, 2), dtype=np.int64)))
 
 
-def no_better(z: np.ndarray, dag: PDAG, block: PolishBlock, result: np.ndarray, penalty: float) -> bool:
-    """Whether a search's DAG over its block (`result`, in the block's local indices) scores no higher BIC
-    than `dag` (the repaired DAG) restricted to the block, on the standardised data `z`: then the search
-    found a worse optimum than the graph it polishes, and the block's core keeps its parents. A FLOP search
-    starts from its own order, not the graph's, and can; BOSS starts from the graph's order."""
-    local = np.full(dag.p, -1, dtype=np.int64)
-    local[block.columns] = np.arange(len(block.columns))
-    inside = local[dag.directed]
-    before = inside[(inside >= 0).all(axis=1)]
-    cov = np.cov(z[:, block.columns], rowvar=False)
-    scores = []
-    for edges in (before, result):
-        parents: list[list[int]] = [[] for _ in range(len(block.columns))]
-        for a, b in np.asarray(edges).tolist():
-            parents[b].append(a)
-        scores.append(local_scores(cov, z.shape[0], parents, penalty).sum())
-    return bool(scores[1] <= scores[0])
-
-
 def communities(graph: PDAG, seed: int = 0) -> list[np.ndarray]:
     """The Louvain communities of `graph`'s skeleton (networkx, seeded): groups of variables cut where the graph
     itself is sparse, not where PEF's partition cut the data, so a polish over them searches PEF's seams from
@@ -216,20 +186,16 @@ def communities(graph: PDAG, seed: int = 0) -> list[np.ndarray]:
 
 
 def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int, until: float | None,
-                  knowledge: dict | None = None, engine: str = "boss") -> np.ndarray | None:
-    """One block's search in this process's learner worker (a dask task), with the `knowledge` about its
-    columns (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the user's wall limit
-    `until` (`time.time()`, the same on every worker whenever the task starts) passed first."""
+                  knowledge: dict | None = None) -> np.ndarray | None:
+    """One block's BOSS in this process's JVM worker (a dask task), with the `knowledge` about its columns
+    (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the user's wall limit `until`
+    (`time.time()`, the same on every worker whenever the task starts) passed first."""
     from hpc.learners.ensemble import remaining
     from hpc.learners.worker import call_within
 
-    columns = np.ascontiguousarray(x[:, block.columns])
-    if engine == "flop" and not knowledge:
-        return call_within(RUNNERS["flop"], {"x": columns, "penalty": penalty, "order": block.order},
-                           remaining(None, until))
-    return call_within(RUNNERS["boss"], {"x": columns, "penalty": penalty, "order": block.order,
-                                         "pairs": block.pairs, "threads": threads,
-                                         **({"knowledge": knowledge} if knowledge else {})},
+    return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
+                                "order": block.order, "pairs": block.pairs, "threads": threads,
+                                **({"knowledge": knowledge} if knowledge else {})},
                        remaining(None, until))
 
 
@@ -242,8 +208,7 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
     if config.upto:
         config = replace(config, upto=min(config.upto, largest_cluster(config.upto, chain.n)))
     blocks = polish_blocks(graph, groups, config.upto)
-    specs = [{"method": f"{config.engine}-polish", "penalty": config.penalty, "search": b.fingerprint()}
-             for b in blocks]
+    specs = [{"method": "boss-polish", "penalty": config.penalty, "search": b.fingerprint()} for b in blocks]
     results: list[np.ndarray | None] = [None] * len(blocks)
     todo, resumed = [], 0
     for b, block in enumerate(blocks):
@@ -254,29 +219,22 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
             todo.append(b)
     todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
     sizes = sorted(len(block.columns) for block in blocks)
-    chain.show.note(f"{label}: {config.engine.upper()} over {len(todo)} of {len(blocks)} parts of {len(groups)} groups with their "
+    chain.show.note(f"{label}: BOSS over {len(todo)} of {len(blocks)} parts of {len(groups)} groups with their "
                     f"Markov blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.upto} run)"
                     + (f"; {resumed} already in the checkpoint" if resumed else ""))
     begin = time.perf_counter()
     data = chain.executor.scatter(chain.z)
     threads = chain.executor.task_threads(len(todo))
-    tasks = [(data, blocks[b], config.penalty, threads, chain.deadline, chain.indexed(blocks[b].columns),
-              config.engine) for b in todo]
+    tasks = [(data, blocks[b], config.penalty, threads, chain.deadline, chain.indexed(blocks[b].columns))
+             for b in todo]
     for done, (t, result) in enumerate(searches(chain, polish_search, tasks), 1):
         results[todo[t]] = result
         memory.put(todo[t], MemberRun(specs[todo[t]], "ok", result, np.empty((0, 2), np.int64), None,
                                       time.perf_counter() - begin))
         chain.show(f"{label}: searches", done, len(todo))
-    kept = 0
-    if config.engine == "flop":
-        dag, _ = repaired_order(graph)
-        for b, result in enumerate(results):
-            if result is not None and no_better(chain.z, dag, blocks[b], result, config.penalty):
-                results[b], kept = None, kept + 1
     polished = join_parents(graph, blocks, results)
     return polished, {**changes(graph, polished), "searches": len(todo) + resumed, "groups": len(groups),
-                      "parts": len(blocks), "largest_search": sizes[-1], **({"resumed": resumed} if resumed else {}),
-                      **({"no_better": kept} if config.engine == "flop" else {})}
+                      "parts": len(blocks), "largest_search": sizes[-1], **({"resumed": resumed} if resumed else {})}
 
 
 class Polish(Step):

@@ -17,7 +17,7 @@ from typing import Any
 from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import crossing_share
-from hpc.pef.polish import PolishConfig, check_engine, communities, polish_graph
+from hpc.pef.polish import PolishConfig, communities, polish_graph
 from hpc.pef.repair import changes
 from hpc.pef.step import Chain, Step, StepMemory
 
@@ -32,14 +32,11 @@ class RecutConfig:
     crossing: float = 0.3
     # Each pass's searches hold at most this many variables, as the polish's.
     upto: int = PolishConfig.upto
-    # ... and search with this engine, as the polish's.
-    engine: str = PolishConfig.engine
 
     def validate(self) -> None:
         check_number("recut.passes", self.passes, 0, 10, integer=True)
         check_number("recut.crossing", self.crossing, 0.0, 1.0)
         check_number("recut.upto", self.upto, 1, 10_000_000, integer=True)
-        check_engine("recut.engine", self.engine)
 
 
 class Recut(Step):
@@ -67,7 +64,7 @@ class Recut(Step):
             if share >= self.config.crossing:
                 break
             start = graph
-            graph, account = polish_graph(chain, start, cut, PolishConfig(upto=self.config.upto, engine=self.config.engine),
+            graph, account = polish_graph(chain, start, cut, PolishConfig(upto=self.config.upto),
                                           memory.part(str(r + 1)), f"recut {r + 1}")
             passes.append({**account, "crossing": round(share, 3)})
             if graph == start:
