@@ -13,11 +13,12 @@ import pytest
 
 from hpc.data.generate import benchmark_problem
 from hpc.errors import PsleError
+from hpc.graphs.knowledge import Knowledge
 from hpc.learners.bic import covariance
 from hpc.executors import SerialExecutor
 from hpc.pef.partition import PartitionConfig
 from hpc.pef.steps import NONE, steps_from
-from hpc.pef.pipeline import PEF
+from hpc.pef.pipeline import PEF, outside_member
 from hpc.select.features import FEATURES, cluster_features
 from hpc.select.records import read_records
 from hpc.train.records import RecordsConfig, build_records, problem_clusters, record_problems, restricted_truth
@@ -509,7 +510,9 @@ def test_predicted_selection_equals_running_all_when_it_predicts_every_bic_winne
     assert chosen.graph_ == everything.graph_
     clusters = chosen.result_meta()["clusters"]
     assert all(len(c["selection"]["scores"]) == 2 and "features" in c["selection"] for c in clusters)
-    assert sum(r["status"] == "not run" for c in clusters for r in c["runs"]) == len(winners)
+    # each cluster lists every member that may run there: the pair, and the one for clusters outside the training data
+    assert chosen.members_ == PAIR + [outside_member()]
+    assert sum(r["status"] == "not run" for c in clusters for r in c["runs"]) == 2 * len(winners)
 
 
 @pytest.mark.slow
@@ -677,14 +680,21 @@ def test_clusters_outside_the_training_data_get_the_fallback_and_one_line_says_s
                   partition=PartitionConfig(whole_below=0)).fit(problem.data, problem.variables)
     notes = [str(w.message) for w in caught if "training data" in str(w.message) or "trained" in str(w.message)]
     assert len(notes) == 1, notes
-    fallback = member_repr(truth.portfolio[truth.fallback])
-    assert f"get {fallback}" in notes[0] or f"gets {fallback}" in notes[0]
+    # they get the trained SLE's first member (FLOP), which is not in the portfolio, so it runs after it
+    outside = load_sle("trained")[1][0]
+    assert outside not in truth.portfolio and pef.members_ == truth.portfolio + [outside]
+    assert f"get {member_repr(outside)}, the best single member Auto-SLE found" in notes[0]
     clusters = [c for c in pef.result_meta()["clusters"] if c["size"] > TRIVIAL_SIZE]
     assert clusters and all("log_n" in c["selection"]["outside_training"] for c in clusters)
     for c in clusters:
         assert c["selection"]["fallback"] == "outside the selector's training data"
-        assert c["winner"] == truth.fallback  # the only member run there
-        assert [r["status"] for r in c["runs"]].count("not run") == len(truth.portfolio) - 1
+        assert c["winner"] == len(truth.portfolio)  # the only member run there
+        assert [r["status"] for r in c["runs"]].count("not run") == len(truth.portfolio)
+    # with prior knowledge (which FLOP ignores) they would get the selector's fallback instead: no outside member
+    known = PEF(truth.portfolio, selection="predicted", selector=truth,
+                knowledge=Knowledge(forbidden=frozenset({(problem.variables[0], problem.variables[1])})))
+    assert known._with_outside(truth.portfolio) == (truth.portfolio, None)
+    assert PEF(truth.portfolio)._with_outside(truth.portfolio) == (truth.portfolio, None)  # nor with every member run
 
 
 def test_a_failed_prediction_falls_back_to_the_next_most_probable_member(monkeypatch):

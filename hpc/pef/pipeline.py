@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -52,6 +53,18 @@ COST_GATE = 10.0
 GATE_FLOOR = 60.0
 #: Default runaway factor: on the records the chosen member took at most 14 times its prediction.
 RUNAWAY = 20.0
+
+
+def outside_member() -> dict[str, Any]:
+    """The member a cluster outside the selector's training data runs (when it has fewer variables than rows):
+    the first member of the SLE Auto-SLE trained here (hpc/conf/sle/trained.yaml), the best single
+    configuration it found over its training problems (8-327 variables, 16 bases and models). On the four
+    modular-2000 (seed 100, tuning) clusters of 211-250 variables it took 0.3-0.8 s, as accurate as BOSS
+    λ 10 there (24-35 s) and more than the selector's own fallback, fGES λ 5.62 (32-89 s; BENCHMARKS.md,
+    "Large modules"). FLOP needs fewer variables than rows and knows no prior knowledge."""
+    from hpc.learners.ensemble import load_sle
+
+    return dict(load_sle("trained")[1][0])
 
 
 def fallback_reason(outside: list[str], size: int, order: list[int], seconds: np.ndarray | None, i: int,
@@ -253,6 +266,17 @@ class PEF:
             return self._selector().portfolio
         return [] if self.members is None else list(self.members)
 
+    def _with_outside(self, members: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int | None]:
+        """The members that may run and the index of the one for clusters outside the selector's training data
+        (None: they get the selector's fallback): under per-cluster selection without prior knowledge, the
+        portfolio and, after it unless it is one of them, outside_member()."""
+        if self.selection != "predicted" or self._known() is not None:
+            return members, None
+        extra = outside_member()
+        if extra in members:
+            return members, members.index(extra)
+        return members + [extra], len(members)
+
     def _memory_settings(self, x: np.ndarray, variables: tuple[str, ...]) -> dict[str, Any]:
         """What a checkpoint's partition and member runs depend on (fusion settings do not)."""
         return {"data": data_hash(x, variables), "members": [dict(m) for m in self.members_],
@@ -293,18 +317,30 @@ class PEF:
                 account["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
             if outside[i]:
                 account["outside_training"] = outside[i]
-            if why := fallback_reason(outside[i], covs[c].shape[0], order, seconds, i, selector.fallback):
+            why = fallback_reason(outside[i], covs[c].shape[0], order, seconds, i, selector.fallback)
+            if why and outside[i] and self.outside_ is not None and covs[c].shape[0] < n:
+                order = [self.outside_] + [k for k in order if k != self.outside_]
+                account.update(order=order, fallback=why)
+            elif why:
                 order = [selector.fallback] + [k for k in order if k != selector.fallback]
                 account.update(order=order, fallback=why)
             plans[c] = order[:self.top_k], account
-        if any(outside) and (note := extrapolation_note(selector, outside, n, features)):
+        fit = all(covs[c].shape[0] < n for c, row in zip(multi, outside) if row)  # FLOP needs fewer variables
+        member = self.members_[self.outside_] if self.outside_ is not None and fit else None
+        if any(outside) and (note := extrapolation_note(selector, outside, n, features, member)):
             warnings.warn(note, stacklevel=3)
         return plans
+
+    def _timed_out_with(self) -> Callable[[int], list[int]]:
+        """The selector's records say which members time out together; of the outside member they know nothing."""
+        selector = self._selector()
+        return lambda k: selector.timed_out_with(k) if k < len(selector.portfolio) else [k]
 
     def _run_limit(self, plan: dict[str, Any] | None, k: int, last: bool) -> float | None:
         """Member k's time limit on a cluster: `time_limit`, and under the runaway guard at most
         `runaway` times its predicted seconds (at least RUNAWAY_FLOOR) unless it is the `last` one left."""
-        if not self.runaway or plan is None or "predicted_seconds" not in plan or last:
+        if not self.runaway or plan is None or "predicted_seconds" not in plan or last \
+                or k >= len(plan["predicted_seconds"]):  # the outside member: the selector predicts no time for it
             return self.time_limit
         guard = max(RUNAWAY_FLOOR, self.runaway * plan["predicted_seconds"][k])
         return guard if self.time_limit is None else min(self.time_limit, guard)
@@ -328,7 +364,7 @@ class PEF:
         (hpc.pef.steps); `graph_` stays None when a cluster lost every member or the wall limit passed (`status_`
         says which)."""
         self.validate()
-        self.members_ = self.ensemble()
+        self.members_, self.outside_ = self._with_outside(self.ensemble())
         x, user_variables = as_learnable(x, variables)
         # Partition, searches and fusion visit variables in index order: give them one from the data.
         x, variables, order = canonical_columns(x, user_variables)
@@ -413,10 +449,11 @@ class PEF:
             by_cluster = dict(jobs)
             plans = self._plans([by_cluster[c][:len(idx), :len(idx)] for c, idx in enumerate(clusters)], run.n)
         if self.selection == "predicted":
-            fell = sum(1 for _, account in plans if account and "fallback" in account)
+            fell = Counter(account["order"][0] for _, account in plans if account and "fallback" in account)
             run.show.note(f"selection: {sum(len(p[0]) for p in plans)} of {len(clusters) * len(self.members_)} "
-                          "member runs chosen" + (f", {fell} of {len(clusters)} clusters on the selector's fallback "
-                                                  f"{member_from_spec(self.members_[self._selector().fallback])!r}" if fell else ""))
+                          "member runs chosen" + "".join(f", {count} of {len(clusters)} clusters on the fallback "
+                                                         f"{member_from_spec(self.members_[k])!r}"
+                                                         for k, count in sorted(fell.items())))
         warn_few_rows(run.n, max(len(s) for s in searched), "the largest cluster's search")
         return searched, jobs, plans
 
@@ -428,7 +465,7 @@ class PEF:
                     for c, cov in jobs}  # a cluster's covariance is shared by its members' runs
             schedule = MemberSchedule(plans, [c for c, _ in jobs], len(self.members_),
                                       [len(idx) for idx in clusters],
-                                      self._selector().timed_out_with if self.selection == "predicted" else None)
+                                      self._timed_out_with() if self.selection == "predicted" else None)
             estimation = Estimation(self, run, schedule, plans, data, [len(idx) for idx in clusters],
                                     run.executor.task_threads(len(schedule.queue)))
             for (c, k), result in run.executor.run_drawn(run_member, estimation.draw):

@@ -56,7 +56,8 @@ class MemberSchedule:
                 self.passed_over[c].append(k)
                 k = instead
         self.started[c].add(k)
-        return c, k, all(r is not None for j, r in enumerate(self.runs[c]) if j != k)
+        candidates = range(len(self.runs[c])) if plan is None else plan["order"]  # the members that may run here
+        return c, k, all(self.runs[c][j] is not None for j in candidates if j != k)
 
     def settle(self, c: int, k: int, run: MemberRun, timed_out: bool, fallback: bool = True) -> list[int]:
         """Record member k's run on cluster c; `timed_out`: it ran out of time (its limit or the runaway

@@ -356,11 +356,12 @@ TRIVIAL_SIZE = 12
 
 
 def extrapolation_note(selector: Selector, outside: list[list[str]], n: int,
-                       features: np.ndarray | None = None) -> str:
+                       features: np.ndarray | None = None, member: dict[str, Any] | None = None) -> str:
     """Advice, in one line, on the clusters that lie outside the selector's training data: in what way (size,
-    sample size, correlation structure), that they get the selector's fallback member, and what else to do. Given the clusters'
-    `features` (the rows `outside` judged) it names their sizes, and leaves out clusters of TRIVIAL_SIZE
-    variables or fewer: "" when only such clusters are outside, since every member is cheap there."""
+    sample size, correlation structure), that they get `member` (or else the selector's fallback), and what
+    else to do. Given the clusters' `features` (the rows `outside` judged) it names their sizes, and leaves
+    out clusters of TRIVIAL_SIZE variables or fewer: "" when only such clusters are outside, since every
+    member is cheap there."""
     flagged = [k for k, row in enumerate(outside) if row]
     sizes = None
     if features is not None:
@@ -390,11 +391,13 @@ def extrapolation_note(selector: Selector, outside: list[list[str]], n: int,
         unlike.append(f"with correlations unlike its training clusters' ({', '.join(others[:3])})")
     from hpc.learners.members import member_from_spec
 
-    member = repr(member_from_spec(selector.portfolio[selector.fallback]))
+    why = ("the best single member Auto-SLE found on its training problems, fast at any size below the rows "
+           "(hpc/conf/sle/trained.yaml)" if member is not None else
+           "the member whose time grows slowest with size of those that did well on its training clusters")
+    named = repr(member_from_spec(member if member is not None else selector.portfolio[selector.fallback]))
     note = (f"{head}: {'; '.join(unlike)}: its pick {'there ' if len(outside) > 1 else ''}would be a guess, so "
-            f"{'they get' if len(outside) > 1 else 'it gets'} {member}, the member whose time grows slowest with "
-            "size of those that did well on its training clusters (--selection all runs every learner and keeps "
-            "the best BIC)")
+            f"{'they get' if len(outside) > 1 else 'it gets'} {named}, {why} (--selection all runs every learner "
+            "and keeps the best BIC)")
     if "log_n" in counts:
         low_n, high_n = (round(float(np.exp(v))) for v in selector.training_range("log_n"))
         trained = f"{low_n}" if low_n == high_n else f"{low_n}-{high_n}"
