@@ -280,7 +280,15 @@ def test_training_preempted_twice_mid_trial_resumes_to_the_same_sle(tmp_path, re
     assert learned["training"]["rounds"] == reference_sle["training"]["rounds"]
     with h5py.File(ckpt) as f:
         assert f["evaluations/runs"][()].max() == 1  # no finished evaluation ran twice, cut trials included
-        assert f.attrs["resumes"] == 2  # both preemptions were resumes of this checkpoint
+        resumes = int(f.attrs["resumes"])
+    # A task SLURM stops may still finish in the seconds before its kill (how much work was left is the
+    # machine's speed): then the second preemption resumes nothing, and a start SLURM makes after that finds the
+    # training done. So every resume the checkpoint counts is one the log shows, and the first, with most of
+    # the training left, is always there.
+    logs = list((tmp_path / ".submitit").glob(f"{job.job_id}_*_log.*"))
+    text = "".join(path.read_text() for path in logs)
+    assert text.count("Starting with JobEnvironment") >= 2
+    assert 1 <= resumes == text.count("psle: resumed (resume #") <= 2
     cut = [canonical(s["trial_under_way"]["member"]) for s in (first, second)]
     with h5py.File(ckpt) as f:
         recorded = {m.decode() if isinstance(m, bytes) else m for m in f["trials/member"][()]}
