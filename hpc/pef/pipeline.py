@@ -310,6 +310,7 @@ class PEF:
         selector = self._selector()
         scored, seconds, orders = selector.choose(features)
         outside = selector.outside(features)
+        given: set[int] = set()  # the members the clusters outside (over TRIVIAL_SIZE) run first
         for i, (c, row, score, order) in enumerate(zip(multi, features, scored, orders)):
             account: dict[str, Any] = {"features": {k: round(float(v), 6) for k, v in zip(FEATURES, row)},
                                        "scores": [round(float(q), 4) for q in score], "order": order}
@@ -317,16 +318,17 @@ class PEF:
                 account["predicted_seconds"] = [round(float(t), 2) for t in seconds[i]]
             if outside[i]:
                 account["outside_training"] = outside[i]
-            why = fallback_reason(outside[i], covs[c].shape[0], order, seconds, i, selector.fallback)
-            if why and outside[i] and self.outside_ is not None and covs[c].shape[0] < n:
-                order = [self.outside_] + [k for k in order if k != self.outside_]
+            size = covs[c].shape[0]
+            if why := fallback_reason(outside[i], size, order, seconds, i, selector.fallback):
+                # FLOP, the outside member, needs fewer variables than rows
+                first = self.outside_ if outside[i] and self.outside_ is not None and size < n else selector.fallback
+                order = [first] + [k for k in order if k != first]
                 account.update(order=order, fallback=why)
-            elif why:
-                order = [selector.fallback] + [k for k in order if k != selector.fallback]
-                account.update(order=order, fallback=why)
+            if outside[i] and size > TRIVIAL_SIZE:
+                given.add(order[0])
             plans[c] = order[:self.top_k], account
-        fit = all(covs[c].shape[0] < n for c, row in zip(multi, outside) if row)  # FLOP needs fewer variables
-        member = self.members_[self.outside_] if self.outside_ is not None and fit else None
+        # the note names the outside member when every cluster outside got it
+        member = self.members_[self.outside_] if self.outside_ is not None and given <= {self.outside_} else None
         if any(outside) and (note := extrapolation_note(selector, outside, n, features, member)):
             warnings.warn(note, stacklevel=3)
         return plans
