@@ -2,6 +2,7 @@
 cross-cluster edges fusion missed, answers that do not depend on the file's column order, and a run
 killed during the repair that resumes to the uninterrupted graph."""
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from hpc.graphs.metrics import compare
 from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.repair import (Repair, RepairConfig, block_search, candidate_pairs, changes, join_blocks, partner_lists,
-                             repair_blocks, split_by_halo)
-from hpc.pef.step import WallLimitHit
+from hpc.pef.candidates import candidate_pairs, too_dense
+from hpc.pef.repair import (Repair, RepairConfig, block_search, changes, join_blocks, partner_lists, repair_blocks,
+                             split_by_halo)
+from hpc.pef.step import Chain, WallLimitHit, run_chain
 from hpc.pef.steps import NONE, steps_from
+from hpc.progress import Progress
 from tests.chains import run_step
 
 PSLE = str(Path(sys.executable).parent / "psle")
@@ -234,3 +237,39 @@ def test_steps_turned_off_leave_fusions_graph_and_no_account():
     pef = PEF(members, progress=False, steps=steps_from(NONE)).fit(problem.data)
     assert len(pef.clusters_) > 1 and all(account is None for account in pef.steps_.values())
     assert set(pef.result_meta()) >= set(pef.steps_) and pef.seconds_["repair"] == pef.seconds_["recut"] == 0
+
+
+def star() -> PDAG:
+    """A hub (0) with four children: 4 adjacent pairs and 6 two steps apart, 10 candidate pairs for 5 variables."""
+    return PDAG(tuple("abcde"), [(0, 1), (0, 2), (0, 3), (0, 4)])
+
+
+def test_a_graph_denser_than_the_bound_in_candidate_pairs_per_variable_is_too_dense():
+    g = star()
+    assert len(candidate_pairs(g)) == 10
+    assert too_dense(10, g.p, 1.5, "repair.density") == "2.0 candidate pairs per variable, above repair.density 1.5"
+    assert too_dense(10, g.p, 2.0, "repair.density") is None and too_dense(10, g.p, 0, "repair.density") is None
+
+
+def test_the_chain_leaves_out_each_step_on_a_graph_above_its_density_and_says_why():
+    x = np.random.default_rng(0).standard_normal((50, 5))
+    chain = Chain(x, x, star(), [np.arange(3), np.arange(3, 5)], SerialExecutor(), Progress(False), None, None,
+                  None, "test")
+    steps = steps_from({"repair.density": 1.5, "polish.density": 1.9, "sweep.density": 1.99, "recut.density": 1.0,
+                        "rival.upto": 0})
+    accounts = run_chain(steps, chain, lambda name: contextlib.nullcontext())
+    for name, bound in (("repair", "1.5"), ("polish", "1.9"), ("sweep", "1.99"), ("recut", "1")):
+        assert accounts[name] == {"skipped": f"2.0 candidate pairs per variable, above {name}.density {bound}"}
+    assert accounts["rival"] is None and chain.graph == star()
+
+
+@pytest.mark.jvm
+def test_the_repair_starts_no_round_from_a_graph_above_its_density():
+    x, dag, clusters = planted_cross_edges()
+    fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
+    repaired, _ = run_step(Repair(RepairConfig(rounds=1)), x, fused, clusters)
+    before, after = (len(candidate_pairs(g)) / g.p for g in (fused, repaired))
+    assert before < after  # the cross edges the first round adds bring new candidate pairs
+    graph, account = run_step(Repair(RepairConfig(density=(before + after) / 2)), x, fused, clusters)
+    assert graph == repaired and len(account["rounds"]) == 1
+    assert account["stopped"] == f"{after:.1f} candidate pairs per variable, above repair.density {(before + after) / 2:g}"

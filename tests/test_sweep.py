@@ -12,7 +12,8 @@ from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import PartitionConfig, standardize
 from hpc.pef.pipeline import PEF
-from hpc.pef.repair import Repair, candidate_pairs
+from hpc.pef.candidates import candidate_pairs
+from hpc.pef.repair import Repair
 from hpc.pef.steps import steps_from
 from hpc.pef.sweep import Sweep, SweepConfig
 from tests.chains import run_step

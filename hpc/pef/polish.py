@@ -6,7 +6,7 @@ variable is tried at every position, and each try rescans the order). Per cluste
 cluster's variables are searched together with their Markov blanket in the repaired graph (parents,
 children and the children's other parents, wherever they lie), so a parent across a seam is in the
 search; BOSS starts from the repaired DAG's order and may give a variable parents only among its
-candidate partners (hpc.pef.repair.candidate_pairs). Each cluster decides its own variables' parents;
+candidate partners (hpc.pef.candidates.candidate_pairs). Each cluster decides its own variables' parents;
 the parent sets are joined, and a cross-cluster edge that would close a cycle is reversed. A cluster whose
 search would be too large is searched in parts that follow the repaired graph's edges (split_core), so the
 polish stays affordable on the large clusters of graphs without block structure. The same searches run over
@@ -35,7 +35,8 @@ from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.learners.ensemble import MemberRun
 from hpc.pef.partition import largest_cluster
 from hpc.pef.parts import pack_walk
-from hpc.pef.repair import acyclic_union, candidate_pairs, changes
+from hpc.pef.candidates import DENSITY, candidate_pairs
+from hpc.pef.repair import acyclic_union, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
 #: The polish's runner in the JVM worker (hpc.learners.tetrad).
@@ -51,10 +52,14 @@ class PolishConfig:
     upto: int = 250
     # BOSS's BIC penalty discount (Tetrad's documented default, the repair's).
     penalty: float = 2.0
+    # Runs only from a graph with at most this many candidate pairs per variable (hpc.pef.candidates); 0 = no
+    # bound. Above it each cluster's blanket is most of a search, so a cluster is searched in many parts.
+    density: float = DENSITY
 
     def validate(self) -> None:
         check_number("polish.upto", self.upto, 0, 10_000_000, integer=True)
         check_number("polish.penalty", self.penalty, 1.0, 1000.0)
+        check_number("polish.density", self.density, 0.0, 1e9)
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,13 @@ import numpy as np
 
 from hpc.checks import check_number
 from hpc.learners.ensemble import MemberRun
+from hpc.pef.candidates import DENSITY, candidate_pairs, too_dense
 from hpc.pef.parts import pack_walk
 from hpc.pef.step import Chain, Step, StepMemory, searches
 from hpc.store import canonical
 from hpc.graphs.equivalence import dag_to_cpdag, is_acyclic, pdag_to_dag, reaches
 from hpc.graphs.metrics import marks
-from hpc.graphs.pdag import PDAG, pair_keys
+from hpc.graphs.pdag import PDAG
 
 #: The repair's runner in the JVM worker (hpc.learners.tetrad).
 RUNNER = "hpc.learners.tetrad:run_fges_bounded"
@@ -64,6 +65,9 @@ class RepairConfig:
     # Variables per repair search with its halo counted: blocks whose search would hold more are cut into parts
     # (split_by_halo). 0 = the whole halo on top of each block.
     upto: int = 0
+    # A round starts only from a graph with at most this many candidate pairs per variable
+    # (hpc.pef.candidates.too_dense); 0 = no bound.
+    density: float = DENSITY
 
     def validate(self) -> None:
         check_number("repair.rounds", self.rounds, 0, 20, integer=True)
@@ -71,28 +75,7 @@ class RepairConfig:
         check_number("repair.block", self.block, 10, 10_000_000, integer=True)
         if self.upto:
             check_number("repair.upto", self.upto, 10, 10_000_000, integer=True)
-
-
-def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
-    """Unique unordered pairs (i < j) of `rows`."""
-    keys = np.unique(pair_keys(rows, p))
-    return np.stack([keys // p, keys % p], axis=1) if len(keys) else np.empty((0, 2), dtype=np.int64)
-
-
-def candidate_pairs(graph: PDAG) -> np.ndarray:
-    """Pairs the repair may join: adjacent in `graph`, or two steps apart in it."""
-    p = graph.p
-    edges = np.concatenate([graph.directed, graph.undirected])
-    both = np.concatenate([edges, edges[:, ::-1]])  # (v, neighbour) both ways
-    by_node = both[np.argsort(both[:, 0], kind="stable")]
-    starts = np.searchsorted(by_node[:, 0], np.arange(p + 1))
-    two_steps = []
-    for v in range(p):
-        nb = by_node[starts[v]:starts[v + 1], 1]
-        if len(nb) > 1:
-            a, b = np.triu_indices(len(nb), 1)
-            two_steps.append(np.stack([nb[a], nb[b]], axis=1))
-    return _pairs(np.concatenate([edges, *two_steps]), p)
+        check_number("repair.density", self.density, 0.0, 1e9)
 
 
 def changes(before: PDAG, after: PDAG) -> dict[str, int]:
@@ -250,6 +233,7 @@ class Repair(Step):
         graph, config = chain.graph, self.config
         settings = canonical([chain.settings, asdict(config)])
         states, rounds = [graph], []
+        stopped = None
         while (stored := memory.get(len(states), {"method": "fges-repair", "settings": settings,
                                                   "round": len(states)})) is not None:
             states.append(graph.with_edges(stored.directed, stored.undirected))
@@ -260,6 +244,10 @@ class Repair(Step):
         cores = repair_blocks(chain.clusters, graph, config.block)
         while len(states) <= config.rounds and (len(states) < 2 or states[-1] != states[-2]):
             pairs = candidate_pairs(states[-1])
+            if (dense := too_dense(len(pairs), graph.p, config.density, "repair.density")) is not None:
+                chain.show.note(f"repair: no round {len(states)}: {dense}")
+                stopped = dense
+                break
             if config.upto:
                 partners = partner_lists(pairs, graph.p)
                 parts = [part for core in cores for part in split_by_halo(core, partners, config.upto)]
@@ -281,4 +269,5 @@ class Repair(Step):
                                                   states[-1].undirected, None, spent))
             rounds.append({"round": len(states) - 1, "blocks": len(blocks), "candidate_pairs": int(len(pairs)),
                            "seconds": round(spent, 3)})
-        return states[-1], {**changes(graph, states[-1]), "penalty": config.penalty, "rounds": rounds}
+        return states[-1], {**changes(graph, states[-1]), "penalty": config.penalty, "rounds": rounds,
+                            **({"stopped": stopped} if stopped else {})}
