@@ -19,9 +19,9 @@ from hpc.graphs.metrics import compare
 from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.candidates import candidate_pairs, too_dense
+from hpc.pef.candidates import candidate_pairs, too_many
 from hpc.pef.repair import (Repair, RepairConfig, block_search, changes, join_blocks, partner_lists, repair_blocks,
-                             split_by_halo)
+                             split_by_halo, wide)
 from hpc.pef.step import Chain, WallLimitHit, run_chain
 from hpc.pef.steps import NONE, steps_from
 from hpc.progress import Progress
@@ -124,8 +124,9 @@ def test_the_repair_adds_the_cross_cluster_edges_fusion_missed_and_no_other():
     graph, account = run_step(Repair(), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 2 and account["edges_removed"] == 0
-    # the same with each cluster a block of its own: the halo lets a block join pairs across the cut
-    graph, account = run_step(Repair(RepairConfig(block=6)), x, dag_to_cpdag(fused), clusters)
+    # the same with each cluster a block of its own: the halo (here up to the core's size) lets a block join pairs
+    # across the cut
+    graph, account = run_step(Repair(RepairConfig(block=6, halo=1.0)), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
     # with each search, halo counted, cut to at most 8 variables the missing edges are still found (the cut
     # searches, blind to their halo's own neighbours, also add false ones here: what a smaller search costs)
@@ -240,36 +241,41 @@ def test_steps_turned_off_leave_fusions_graph_and_no_account():
 
 
 def star() -> PDAG:
-    """A hub (0) with four children: 4 adjacent pairs and 6 two steps apart, 10 candidate pairs for 5 variables."""
+    """A hub (0) with four children: 4 adjacent pairs and 6 two steps apart, 10 candidate pairs."""
     return PDAG(tuple("abcde"), [(0, 1), (0, 2), (0, 3), (0, 4)])
 
 
-def test_a_graph_denser_than_the_bound_in_candidate_pairs_per_variable_is_too_dense():
+def test_a_step_bounded_by_candidate_pairs_does_not_start_from_more_and_says_why():
     g = star()
     assert len(candidate_pairs(g)) == 10
-    assert too_dense(10, g.p, 1.5, "repair.density") == "2.0 candidate pairs per variable, above repair.density 1.5"
-    assert too_dense(10, g.p, 2.0, "repair.density") is None and too_dense(10, g.p, 0, "repair.density") is None
-
-
-def test_the_chain_leaves_out_each_step_on_a_graph_above_its_density_and_says_why():
+    assert too_many(10, 9, "sweep.pairs") == "10 candidate pairs, above sweep.pairs 9"
+    assert too_many(10, 10, "sweep.pairs") is None and too_many(10, 0, "sweep.pairs") is None
     x = np.random.default_rng(0).standard_normal((50, 5))
-    chain = Chain(x, x, star(), [np.arange(3), np.arange(3, 5)], SerialExecutor(), Progress(False), None, None,
-                  None, "test")
-    steps = steps_from({"repair.density": 1.5, "polish.density": 1.9, "sweep.density": 1.99, "recut.density": 1.0,
-                        "rival.upto": 0})
+    chain = Chain(x, x, g, [np.arange(3), np.arange(3, 5)], SerialExecutor(), Progress(False), None, None, None, "test")
+    steps = steps_from({**NONE, "sweep.upto": 10, "sweep.pairs": 9})
     accounts = run_chain(steps, chain, lambda name: contextlib.nullcontext())
-    for name, bound in (("repair", "1.5"), ("polish", "1.9"), ("sweep", "1.99"), ("recut", "1")):
-        assert accounts[name] == {"skipped": f"2.0 candidate pairs per variable, above {name}.density {bound}"}
-    assert accounts["rival"] is None and chain.graph == star()
+    assert accounts["sweep"] == {"skipped": "10 candidate pairs, above sweep.pairs 9"} and chain.graph == g
+
+
+def test_a_block_is_too_wide_above_the_block_size_and_its_core_with_half_again():
+    # core 0-1 of the star's hub side: the hub's block sees all five; core {0} alone sees 0 and its 4 children
+    g = star()
+    pairs = candidate_pairs(g)
+    hub = block_search(g, pairs, np.array([0]))
+    assert len(hub.columns) == 5 and hub.core == 1
+    assert wide(hub, RepairConfig(block=4)) and not wide(hub, RepairConfig(block=5))
+    assert not wide(hub, RepairConfig(block=4, halo=4.0)) and not wide(hub, RepairConfig(block=4, halo=0))
 
 
 @pytest.mark.jvm
-def test_the_repair_starts_no_round_from_a_graph_above_its_density():
+def test_the_repair_starts_no_round_whose_every_block_is_too_wide():
     x, dag, clusters = planted_cross_edges()
-    fused = dag_to_cpdag(dag.with_edges(dag.directed[(dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6)]))
-    repaired, _ = run_step(Repair(RepairConfig(rounds=1)), x, fused, clusters)
-    before, after = (len(candidate_pairs(g)) / g.p for g in (fused, repaired))
-    assert before < after  # the cross edges the first round adds bring new candidate pairs
-    graph, account = run_step(Repair(RepairConfig(density=(before + after) / 2)), x, fused, clusters)
-    assert graph == repaired and len(account["rounds"]) == 1
-    assert account["stopped"] == f"{after:.1f} candidate pairs per variable, above repair.density {(before + after) / 2:g}"
+    fused = dag_to_cpdag(dag.with_edges(dag.directed[((dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6))
+                                                     | (dag.directed[:, 0] == 2)]))
+    pairs = candidate_pairs(fused)
+    # 2 -> 8 joins the chains: each 6-variable core sees 3 of the other's (8 and its neighbours 7, 9; 2 and 1, 3)
+    assert [len(block_search(fused, pairs, c).columns) for c in clusters] == [9, 9]
+    graph, account = run_step(Repair(RepairConfig(block=6, halo=1.0)), x, fused, clusters)
+    assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
+    graph, account = run_step(Repair(RepairConfig(block=6, halo=0.4)), x, fused, clusters)
+    assert graph == fused and account["rounds"] == [] and account["stopped"].startswith("every block's search")

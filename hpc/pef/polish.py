@@ -35,7 +35,7 @@ from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.learners.ensemble import MemberRun
 from hpc.pef.partition import largest_cluster
 from hpc.pef.parts import pack_walk
-from hpc.pef.candidates import DENSITY, candidate_pairs
+from hpc.pef.candidates import candidate_pairs
 from hpc.pef.repair import acyclic_union, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
@@ -52,14 +52,10 @@ class PolishConfig:
     upto: int = 250
     # BOSS's BIC penalty discount (Tetrad's documented default, the repair's).
     penalty: float = 2.0
-    # Runs only from a graph with at most this many candidate pairs per variable (hpc.pef.candidates); 0 = no
-    # bound. Above it each cluster's blanket is most of a search, so a cluster is searched in many parts.
-    density: float = DENSITY
 
     def validate(self) -> None:
         check_number("polish.upto", self.upto, 0, 10_000_000, integer=True)
         check_number("polish.penalty", self.penalty, 1.0, 1000.0)
-        check_number("polish.density", self.density, 0.0, 1e9)
 
 
 @dataclass(frozen=True)

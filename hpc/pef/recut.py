@@ -32,14 +32,11 @@ class RecutConfig:
     crossing: float = 0.3
     # Each pass's searches hold at most this many variables, as the polish's.
     upto: int = PolishConfig.upto
-    # Runs only from a graph with at most this many candidate pairs per variable, as the polish.
-    density: float = PolishConfig.density
 
     def validate(self) -> None:
         check_number("recut.passes", self.passes, 0, 10, integer=True)
         check_number("recut.crossing", self.crossing, 0.0, 1.0)
         check_number("recut.upto", self.upto, 1, 10_000_000, integer=True)
-        check_number("recut.density", self.density, 0.0, 1e9)
 
 
 class Recut(Step):

@@ -33,7 +33,7 @@ import numpy as np
 
 from hpc.checks import check_number
 from hpc.learners.ensemble import MemberRun
-from hpc.pef.candidates import DENSITY, candidate_pairs, too_dense
+from hpc.pef.candidates import candidate_pairs
 from hpc.pef.parts import pack_walk
 from hpc.pef.step import Chain, Step, StepMemory, searches
 from hpc.store import canonical
@@ -65,9 +65,9 @@ class RepairConfig:
     # Variables per repair search with its halo counted: blocks whose search would hold more are cut into parts
     # (split_by_halo). 0 = the whole halo on top of each block.
     upto: int = 0
-    # A round starts only from a graph with at most this many candidate pairs per variable
-    # (hpc.pef.candidates.too_dense); 0 = no bound.
-    density: float = DENSITY
+    # A block's search may hold `block` variables, halo counted, or its core and `halo` times as many again,
+    # whichever is more (wide); a wider block keeps its start graph. 0 = no bound; not used with `upto`.
+    halo: float = 0.5
 
     def validate(self) -> None:
         check_number("repair.rounds", self.rounds, 0, 20, integer=True)
@@ -75,7 +75,7 @@ class RepairConfig:
         check_number("repair.block", self.block, 10, 10_000_000, integer=True)
         if self.upto:
             check_number("repair.upto", self.upto, 10, 10_000_000, integer=True)
-        check_number("repair.density", self.density, 0.0, 1e9)
+        check_number("repair.halo", self.halo, 0.0, 1000.0)
 
 
 def changes(before: PDAG, after: PDAG) -> dict[str, int]:
@@ -205,6 +205,16 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
+def wide(block: Block, config: RepairConfig) -> bool:
+    """Whether `block`'s search is too wide to run: more variables, halo counted, than `config.block` and than
+    its core with `config.halo` times as many again. Where the graph joins a block to most of the problem, its
+    search is problem-sized (on modular data of 2,000-5,000 variables, blocks of 211-1,000 core variables
+    reached 1,151-3,678, and one search ran past 7 minutes); sparse graphs' halos are a fraction of the core.
+    With `upto`, the searches are cut to that size instead, and none is too wide."""
+    return bool(config.halo) and not config.upto and len(block.columns) > max(config.block,
+                                                                           (1 + config.halo) * block.core)
+
+
 def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | None,
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
@@ -244,30 +254,35 @@ class Repair(Step):
         cores = repair_blocks(chain.clusters, graph, config.block)
         while len(states) <= config.rounds and (len(states) < 2 or states[-1] != states[-2]):
             pairs = candidate_pairs(states[-1])
-            if (dense := too_dense(len(pairs), graph.p, config.density, "repair.density")) is not None:
-                chain.show.note(f"repair: no round {len(states)}: {dense}")
-                stopped = dense
-                break
             if config.upto:
                 partners = partner_lists(pairs, graph.p)
                 parts = [part for core in cores for part in split_by_halo(core, partners, config.upto)]
             else:
                 parts = cores
             blocks = [block_search(states[-1], pairs, core) for core in parts]
+            run = [b for b, block in enumerate(blocks) if not wide(block, config)]
+            if not run:
+                stopped = (f"every block's search is wider than repair.block {config.block} variables or its core "
+                           f"and {config.halo:g}x as many again (halo counted: {min(len(b.columns) for b in blocks)}"
+                           f" or more)")
+                chain.show.note(f"repair: no round {len(states)}: {stopped}")
+                break
             chain.show.note(f"repair: round {len(states)} (at most {config.rounds}) over all {graph.p} variables "
-                            f"in {len(blocks)} block{'s' * (len(blocks) != 1)}, {len(pairs)} candidate pairs")
+                            f"in {len(run)} block{'s' * (len(run) != 1)}, {len(pairs)} candidate pairs"
+                            + (f" ({len(blocks) - len(run)} wider blocks keep their graph)" if len(run) < len(blocks)
+                               else ""))
             begin = time.perf_counter()
             results: list = [None] * len(blocks)
-            tasks = [(data, block, config.penalty, chain.deadline, chain.indexed(block.columns))
-                     for block in blocks]
-            for b, result in searches(chain, repair_search, tasks):
-                results[b] = result
+            tasks = [(data, blocks[b], config.penalty, chain.deadline, chain.indexed(blocks[b].columns)) for b in run]
+            for t, result in searches(chain, repair_search, tasks):
+                results[run[t]] = result
             states.append(join_blocks(states[-1], blocks, results))
             spent = time.perf_counter() - begin
             memory.put(len(states) - 1, MemberRun({"method": "fges-repair", "settings": settings,
                                                    "round": len(states) - 1}, "ok", states[-1].directed,
                                                   states[-1].undirected, None, spent))
-            rounds.append({"round": len(states) - 1, "blocks": len(blocks), "candidate_pairs": int(len(pairs)),
-                           "seconds": round(spent, 3)})
+            rounds.append({"round": len(states) - 1, "blocks": len(run), "candidate_pairs": int(len(pairs)),
+                           "seconds": round(spent, 3), **({"wide_blocks": len(blocks) - len(run)}
+                                                          if len(run) < len(blocks) else {})})
         return states[-1], {**changes(graph, states[-1]), "penalty": config.penalty, "rounds": rounds,
                             **({"stopped": stopped} if stopped else {})}

@@ -3,12 +3,12 @@
 A step (hpc.pef.steps lists them in order) has a name, its own frozen config, a reason it does not apply to
 a graph (or none), and `run`, which returns the next graph and an account of what it did. The wrapper,
 `run_chain`, owns everything the steps have in common: the gates (a problem learned whole has nothing to
-repair; a step whose config has a `density` does not start from a graph with more candidate pairs per
-variable, hpc.pef.candidates), timing, putting back what prior knowledge says after a step's joins, the checkpoint (each step keeps
+repair; a step whose config has `pairs` does not start from a graph with more candidate pairs,
+hpc.pef.candidates), timing, putting back what prior knowledge says after a step's joins, the checkpoint (each step keeps
 its results under its own name) and the account.
 
 No clock decides which steps run or how far: a step's work is bounded by its config (rounds, variables per
-search, passes, candidate pairs per variable), so the same data and settings give the same graph on any machine, under any load. Only the
+search, passes, candidate pairs), so the same data and settings give the same graph on any machine, under any load. Only the
 user's whole-run wall limit cuts a search; the run then ends without a graph and says so.
 """
 
@@ -26,7 +26,7 @@ from hpc.errors import PsleError
 from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
-from hpc.pef.candidates import candidate_pairs, too_dense
+from hpc.pef.candidates import candidate_pairs, too_many
 from hpc.pef.checkpoint import RunCheckpoint
 from hpc.progress import Progress
 
@@ -111,9 +111,9 @@ class Step:
     def applies(self, chain: Chain) -> str | None:
         return None
 
-    def density(self) -> float:
-        """Candidate pairs per variable above which the step does not start (0: no bound): its config's `density`."""
-        return float(getattr(self.config, "density", 0.0))
+    def pairs(self) -> int:
+        """Candidate pairs above which the step does not start (0: no bound): its config's `pairs`."""
+        return int(getattr(self.config, "pairs", 0))
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         raise NotImplementedError
@@ -141,8 +141,7 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
     for step in steps:
         if not step.enabled():
             continue
-        reason = too_dense(chain.candidates(), chain.graph.p, step.density(), f"{step.name}.density") \
-            or step.applies(chain)
+        reason = too_many(chain.candidates(), step.pairs(), f"{step.name}.pairs") or step.applies(chain)
         if reason is not None:
             accounts[step.name] = {"skipped": reason}
             chain.show.note(f"{step.name}: not run ({reason})")
