@@ -124,9 +124,8 @@ def test_the_repair_adds_the_cross_cluster_edges_fusion_missed_and_no_other():
     graph, account = run_step(Repair(), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 2 and account["edges_removed"] == 0
-    # the same with each cluster a block of its own: the halo (here up to the core's size) lets a block join pairs
-    # across the cut
-    graph, account = run_step(Repair(RepairConfig(block=6, halo=1.0)), x, dag_to_cpdag(fused), clusters)
+    # the same with each cluster a block of its own: the halo lets a block join pairs across the cut
+    graph, account = run_step(Repair(RepairConfig(block=6, block_pairs=0)), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
     # with each search, halo counted, cut to at most 8 variables the missing edges are still found (the cut
     # searches, blind to their halo's own neighbours, also add false ones here: what a smaller search costs)
@@ -257,14 +256,15 @@ def test_a_step_bounded_by_candidate_pairs_does_not_start_from_more_and_says_why
     assert accounts["sweep"] == {"skipped": "10 candidate pairs, above sweep.pairs 9"} and chain.graph == g
 
 
-def test_a_block_is_too_wide_above_the_block_size_and_its_core_with_half_again():
-    # core 0-1 of the star's hub side: the hub's block sees all five; core {0} alone sees 0 and its 4 children
+def test_a_block_is_too_wide_above_the_block_size_and_its_pairs_bound():
+    # core {0}, the hub, sees all five variables; its pairs are those with an end in it: its 4 edges
     g = star()
-    pairs = candidate_pairs(g)
-    hub = block_search(g, pairs, np.array([0]))
-    assert len(hub.columns) == 5 and hub.core == 1
-    assert wide(hub, RepairConfig(block=4)) and not wide(hub, RepairConfig(block=5))
-    assert not wide(hub, RepairConfig(block=4, halo=4.0)) and not wide(hub, RepairConfig(block=4, halo=0))
+    hub = block_search(g, candidate_pairs(g), np.array([0]))
+    assert len(hub.columns) == 5 and len(hub.pairs) == 4
+    assert wide(hub, RepairConfig(block=4, block_pairs=3))
+    assert not wide(hub, RepairConfig(block=5, block_pairs=3)) and not wide(hub, RepairConfig(block=4, block_pairs=4))
+    assert not wide(hub, RepairConfig(block=4, block_pairs=0)) and not wide(hub, RepairConfig(block=4, block_pairs=3,
+                                                                                               upto=5))
 
 
 @pytest.mark.jvm
@@ -275,7 +275,8 @@ def test_the_repair_starts_no_round_whose_every_block_is_too_wide():
     pairs = candidate_pairs(fused)
     # 2 -> 8 joins the chains: each 6-variable core sees 3 of the other's (8 and its neighbours 7, 9; 2 and 1, 3)
     assert [len(block_search(fused, pairs, c).columns) for c in clusters] == [9, 9]
-    graph, account = run_step(Repair(RepairConfig(block=6, halo=1.0)), x, fused, clusters)
+    assert [len(block_search(fused, pairs, c).pairs) for c in clusters] == [14, 14]  # 6 edges, 8 two steps apart
+    graph, account = run_step(Repair(RepairConfig(block=6, block_pairs=100)), x, fused, clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
-    graph, account = run_step(Repair(RepairConfig(block=6, halo=0.4)), x, fused, clusters)
+    graph, account = run_step(Repair(RepairConfig(block=6, block_pairs=13)), x, fused, clusters)
     assert graph == fused and account["rounds"] == [] and account["stopped"].startswith("every block's search")

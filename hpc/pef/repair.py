@@ -65,9 +65,9 @@ class RepairConfig:
     # Variables per repair search with its halo counted: blocks whose search would hold more are cut into parts
     # (split_by_halo). 0 = the whole halo on top of each block.
     upto: int = 0
-    # A block's search may hold `block` variables, halo counted, or its core and `halo` times as many again,
-    # whichever is more (wide); a wider block keeps its start graph. 0 = no bound; not used with `upto`.
-    halo: float = 0.5
+    # A block whose search holds over `block` variables, halo counted, and over this many candidate pairs keeps
+    # its start graph (wide). 0 = no bound; not used with `upto`.
+    block_pairs: int = 10_000
 
     def validate(self) -> None:
         check_number("repair.rounds", self.rounds, 0, 20, integer=True)
@@ -75,7 +75,7 @@ class RepairConfig:
         check_number("repair.block", self.block, 10, 10_000_000, integer=True)
         if self.upto:
             check_number("repair.upto", self.upto, 10, 10_000_000, integer=True)
-        check_number("repair.halo", self.halo, 0.0, 1000.0)
+        check_number("repair.block_pairs", self.block_pairs, 0, 10**12, integer=True)
 
 
 def changes(before: PDAG, after: PDAG) -> dict[str, int]:
@@ -206,13 +206,14 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
 
 
 def wide(block: Block, config: RepairConfig) -> bool:
-    """Whether `block`'s search is too wide to run: more variables, halo counted, than `config.block` and than
-    its core with `config.halo` times as many again. Where the graph joins a block to most of the problem, its
-    search is problem-sized (on modular data of 2,000-5,000 variables, blocks of 211-1,000 core variables
-    reached 1,151-3,678, and one search ran past 7 minutes); sparse graphs' halos are a fraction of the core.
-    With `upto`, the searches are cut to that size instead, and none is too wide."""
-    return bool(config.halo) and not config.upto and len(block.columns) > max(config.block,
-                                                                           (1 + config.halo) * block.core)
+    """Whether `block`'s search is too wide to run: over `config.block` variables, halo counted, and over
+    `config.block_pairs` candidate pairs. A search of up to `block` variables is affordable however dense (the
+    fused layer-1000 is one search over 20,885 pairs); a wider one only where its graph is sparse. The blocks of
+    Alarm-10000 seed 0 reach 1,626-1,908 variables over 3,744-4,708 pairs; those of modular data at 2,000-5,000
+    variables 1,151-3,678 over 5,908-39,129, and one search there ran past 7 minutes. With `upto`, the searches
+    are cut to that size instead, and none is too wide."""
+    return bool(config.block_pairs) and not config.upto and len(block.columns) > config.block \
+        and len(block.pairs if block.pairs is not None else ()) > config.block_pairs
 
 
 def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | None,
@@ -262,9 +263,8 @@ class Repair(Step):
             blocks = [block_search(states[-1], pairs, core) for core in parts]
             run = [b for b, block in enumerate(blocks) if not wide(block, config)]
             if not run:
-                stopped = (f"every block's search is wider than repair.block {config.block} variables or its core "
-                           f"and {config.halo:g}x as many again (halo counted: {min(len(b.columns) for b in blocks)}"
-                           f" or more)")
+                stopped = (f"every block's search holds over repair.block {config.block} variables, halo counted, "
+                           f"and over repair.block_pairs {config.block_pairs:,} candidate pairs")
                 chain.show.note(f"repair: no round {len(states)}: {stopped}")
                 break
             chain.show.note(f"repair: round {len(states)} (at most {config.rounds}) over all {graph.p} variables "
