@@ -13,6 +13,7 @@ import numpy as np
 
 from hpc.graphs.pdag import PDAG, pair_keys
 
+
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
     """Unique unordered pairs (i < j) of `rows`."""
     keys = np.unique(pair_keys(rows, p))

@@ -2,14 +2,13 @@
 
 A step (hpc.pef.steps lists them in order) has a name, its own frozen config, a reason it does not apply to
 a graph (or none), and `run`, which returns the next graph and an account of what it did. The wrapper,
-`run_chain`, owns everything the steps have in common: the gates (a problem learned whole has nothing to
-repair; a step whose config has `pairs` does not start from a graph with more candidate pairs,
-hpc.pef.candidates), timing, putting back what prior knowledge says after a step's joins, the checkpoint (each step keeps
+`run_chain`, owns everything the steps have in common: the gate (a problem learned whole has nothing to
+repair), timing, putting back what prior knowledge says after a step's joins, the checkpoint (each step keeps
 its results under its own name) and the account.
 
 No clock decides which steps run or how far: a step's work is bounded by its config (rounds, variables per
-search, passes, candidate pairs), so the same data and settings give the same graph on any machine, under any load. Only the
-user's whole-run wall limit cuts a search; the run then ends without a graph and says so.
+search, candidate pairs, passes), so the same data and settings give the same graph on any machine, under any
+load. Only the user's whole-run wall limit cuts a search; the run then ends without a graph and says so.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,7 +25,6 @@ from hpc.errors import PsleError
 from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
-from hpc.pef.candidates import candidate_pairs, too_many
 from hpc.pef.checkpoint import RunCheckpoint
 from hpc.progress import Progress
 
@@ -50,13 +48,6 @@ class Chain:
     knowledge: Knowledge | None
     memory: RunCheckpoint | None
     settings: str  # fusion's settings: what every step's checkpointed results are valid under
-    _counted: tuple[PDAG, int] | None = field(default=None, repr=False)
-
-    def candidates(self) -> int:
-        """How many candidate pairs (hpc.pef.candidates) the graph so far has, counted once per graph."""
-        if self._counted is None or self._counted[0] is not self.graph:
-            self._counted = (self.graph, len(candidate_pairs(self.graph)))
-        return self._counted[1]
 
     @property
     def n(self) -> int:
@@ -111,10 +102,6 @@ class Step:
     def applies(self, chain: Chain) -> str | None:
         return None
 
-    def pairs(self) -> int:
-        """Candidate pairs above which the step does not start (0: no bound): its config's `pairs`."""
-        return int(getattr(self.config, "pairs", 0))
-
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         raise NotImplementedError
 
@@ -141,7 +128,7 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
     for step in steps:
         if not step.enabled():
             continue
-        reason = too_many(chain.candidates(), step.pairs(), f"{step.name}.pairs") or step.applies(chain)
+        reason = step.applies(chain)
         if reason is not None:
             accounts[step.name] = {"skipped": reason}
             chain.show.note(f"{step.name}: not run ({reason})")

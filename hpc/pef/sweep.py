@@ -21,6 +21,7 @@ import numpy as np
 from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
+from hpc.pef.candidates import candidate_pairs, too_many
 from hpc.pef.repair import Block, changes, repair_search
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
@@ -65,7 +66,9 @@ class Sweep(Step):
     def applies(self, chain: Chain) -> str | None:
         if chain.graph.p > self.config.upto:
             return f"{chain.graph.p} variables, above sweep.upto {self.config.upto}"
-        return None
+        if not self.config.pairs:  # no bound: leave the pairs uncounted
+            return None
+        return too_many(len(candidate_pairs(chain.graph)), self.config.pairs, "sweep.pairs")
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         graph = chain.graph
