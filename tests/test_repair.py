@@ -267,6 +267,13 @@ def test_a_block_is_too_wide_above_the_block_size_and_its_pairs_bound():
                                                                                                upto=5))
 
 
+def test_a_search_over_more_pairs_than_its_bound_is_too_wide_whatever_its_size():
+    g = star()
+    hub = block_search(g, candidate_pairs(g), np.array([0]))  # 5 variables, 4 pairs
+    assert wide(hub, RepairConfig(block=1000, pairs=3)) and wide(hub, RepairConfig(block=1000, pairs=3, upto=5))
+    assert not wide(hub, RepairConfig(block=1000, pairs=4)) and not wide(hub, RepairConfig(block=1000, pairs=0))
+
+
 @pytest.mark.jvm
 def test_the_repair_starts_no_round_whose_every_block_is_too_wide():
     x, dag, clusters = planted_cross_edges()
@@ -280,3 +287,5 @@ def test_the_repair_starts_no_round_whose_every_block_is_too_wide():
     assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2
     graph, account = run_step(Repair(RepairConfig(block=6, block_pairs=13)), x, fused, clusters)
     assert graph == fused and account["rounds"] == [] and account["stopped"].startswith("every block's search")
+    graph, account = run_step(Repair(RepairConfig(pairs=13)), x, fused, clusters)  # 9 variables: small, not sparse
+    assert graph == fused and account["rounds"] == [] and "repair.pairs 13 candidate pairs" in account["stopped"]

@@ -68,6 +68,10 @@ class RepairConfig:
     # A block whose search holds over `block` variables, halo counted, and over this many candidate pairs keeps
     # its start graph (wide). 0 = no bound; not used with `upto`.
     block_pairs: int = 10_000
+    # A search over more than this many candidate pairs keeps its start graph, whatever its size (wide). 0 = no
+    # bound. The fused graphs of seed 100 (tuning) at 1,000 variables have 4,509 (Alarm) to 13,827 (sf) pairs,
+    # and 20,885 on layer, whose one search ran past 40 minutes (BENCHMARKS.md, "Large modules").
+    pairs: int = 20_000
 
     def validate(self) -> None:
         check_number("repair.rounds", self.rounds, 0, 20, integer=True)
@@ -76,6 +80,7 @@ class RepairConfig:
         if self.upto:
             check_number("repair.upto", self.upto, 10, 10_000_000, integer=True)
         check_number("repair.block_pairs", self.block_pairs, 0, 10**12, integer=True)
+        check_number("repair.pairs", self.pairs, 0, 10**12, integer=True)
 
 
 def changes(before: PDAG, after: PDAG) -> dict[str, int]:
@@ -206,14 +211,19 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
 
 
 def wide(block: Block, config: RepairConfig) -> bool:
-    """Whether `block`'s search is too wide to run: over `config.block` variables, halo counted, and over
-    `config.block_pairs` candidate pairs. A search of up to `block` variables is affordable however dense (the
-    fused layer-1000 is one search over 20,885 pairs); a wider one only where its graph is sparse. The blocks of
-    Alarm-10000 seed 0 reach 1,626-1,908 variables over 3,744-4,708 pairs; those of modular data at 2,000-5,000
-    variables 1,151-3,678 over 5,908-39,129, and one search there ran past 7 minutes. With `upto`, the searches
-    are cut to that size instead, and none is too wide."""
+    """Whether `block`'s search is too wide to run. Tetrad's fGES re-derives the CPDAG of its whole graph after
+    each edge it adds or removes, so a search costs about its variables times the edges it tries: over
+    `config.pairs` candidate pairs at any size (the fused layer-1000 of seed 100 is one search of 1,000 variables
+    over 20,885 pairs, which ran past 40 minutes; seed 0's 26,772 took 13 minutes for its first round, after which
+    its graph had 41,872), or over `config.block` variables, halo counted, and `config.block_pairs` pairs (the
+    blocks of Alarm-10000 seed 0 reach 1,626-1,908 variables over 3,744-4,708 pairs; those of modular data at
+    2,000-5,000 variables 1,151-3,678 over 5,908-39,129, and one search there ran past 7 minutes). With `upto`,
+    the searches are cut to that size instead, and only the bound on pairs applies."""
+    pairs = len(block.pairs if block.pairs is not None else ())
+    if config.pairs and pairs > config.pairs:
+        return True
     return bool(config.block_pairs) and not config.upto and len(block.columns) > config.block \
-        and len(block.pairs if block.pairs is not None else ()) > config.block_pairs
+        and pairs > config.block_pairs
 
 
 def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | None,
@@ -263,8 +273,9 @@ class Repair(Step):
             blocks = [block_search(states[-1], pairs, core) for core in parts]
             run = [b for b, block in enumerate(blocks) if not wide(block, config)]
             if not run:
-                stopped = (f"every block's search holds over repair.block {config.block} variables, halo counted, "
-                           f"and over repair.block_pairs {config.block_pairs:,} candidate pairs")
+                stopped = (f"every block's search holds over repair.pairs {config.pairs:,} candidate pairs, or over "
+                           f"repair.block {config.block} variables, halo counted, and repair.block_pairs "
+                           f"{config.block_pairs:,}")
                 chain.show.note(f"repair: no round {len(states)}: {stopped}")
                 break
             chain.show.note(f"repair: round {len(states)} (at most {config.rounds}) over all {graph.p} variables "
