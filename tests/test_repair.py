@@ -22,7 +22,7 @@ from hpc.pef.pipeline import PEF
 from hpc.pef.candidates import candidate_pairs, too_many
 from hpc.pef.repair import (Repair, RepairConfig, block_search, changes, join_blocks, partner_lists, repair_blocks,
                              split_by_halo, wide)
-from hpc.pef.step import Chain, WallLimitHit, run_chain
+from hpc.pef.step import Chain, WallLimitHit, changes_note, run_chain
 from hpc.pef.steps import NONE, steps_from
 from hpc.progress import Progress
 from tests.chains import run_step
@@ -289,3 +289,4 @@ def test_the_repair_starts_no_round_whose_every_block_is_too_wide():
     assert graph == fused and account["rounds"] == [] and account["stopped"].startswith("every block's search")
     graph, account = run_step(Repair(RepairConfig(pairs=13)), x, fused, clusters)  # 9 variables: small, not sparse
     assert graph == fused and account["rounds"] == [] and "repair.pairs 13 candidate pairs" in account["stopped"]
+    assert changes_note("repair", account) == "repair: the graph is kept as it was"

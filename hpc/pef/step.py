@@ -112,7 +112,10 @@ class Step:
 
 
 def changes_note(label: str, account: dict) -> str:
-    """A step's progress line: the edges it added, removed and reoriented."""
+    """A step's progress line: the edges it added, removed and reoriented, or that a step its bounds stopped
+    before any search kept the graph."""
+    if account.get("stopped") and not account.get("rounds"):
+        return f"{label}: the graph is kept as it was"
     moved = [f"{v} {k.removeprefix('edges_')}" for k, v in account.items() if k.startswith("edges_")]
     return f"{label}: " + (", ".join(moved) if moved else "done")
 
