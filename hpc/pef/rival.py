@@ -97,8 +97,8 @@ class Rival(Step):
             return f"{chain.graph.p} variables for {chain.n} rows: a whole-problem search needs no more variables than rows"
         share = crossing_share(chain.graph, chain.clusters)
         if share < self.config.crossing:
-            return (f"a share of {share:.3f} of PEF's edges joins two clusters, under rival.crossing {self.config.crossing:g}: "
-                    "the partition found blocks")
+            return (f"a share of {share:.3f} of PEF's edges joins two clusters, under rival.crossing "
+                    f"{self.config.crossing:g}: the partition found blocks")
         return None
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:

@@ -112,12 +112,12 @@ class Step:
 
 
 def changes_note(label: str, account: dict) -> str:
-    """A step's progress line: the edges it added, removed and reoriented, or that a step its bounds stopped
-    before any search kept the graph."""
-    if account.get("stopped") and not account.get("rounds"):
+    """A step's progress line: the edges it added, removed and reoriented, or, where its bounds stopped it
+    (`stopped` in its account) before it changed an edge, that it kept the graph."""
+    moved = {k.removeprefix("edges_"): v for k, v in account.items() if k.startswith("edges_")}
+    if account.get("stopped") and not any(moved.values()):
         return f"{label}: the graph is kept as it was"
-    moved = [f"{v} {k.removeprefix('edges_')}" for k, v in account.items() if k.startswith("edges_")]
-    return f"{label}: " + (", ".join(moved) if moved else "done")
+    return f"{label}: " + (", ".join(f"{v} {k}" for k, v in moved.items()) if moved else "done")
 
 
 def run_chain(steps: tuple[Step, ...], chain: Chain,
