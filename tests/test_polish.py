@@ -112,6 +112,7 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
     graph, account = run_step(Polish(PolishConfig(upto=8)), x, start, clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["parts"] == account["searches"] == 4 and account["largest_search"] == 8
+    assert 0 < account["largest_pairs"] <= 8 * 7 // 2
     # a part whose search is still over it (here every variable's: each has a neighbour) does not run
     graph, account = run_step(Polish(PolishConfig(upto=1)), x, start, clusters)
     assert graph == start and account["searches"] == 0

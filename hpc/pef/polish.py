@@ -220,8 +220,10 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
             todo.append(b)
     todo.sort(key=lambda b: -len(blocks[b].columns))  # the longest searches start first
     sizes = sorted(len(block.columns) for block in blocks)
+    most = max(len(block.pairs) for block in blocks)  # a search's seconds grow about with its pairs to the 1.8
     chain.show.note(f"{label}: BOSS over {len(todo)} of {len(blocks)} parts of {len(groups)} groups with their "
-                    f"Markov blankets (searches of {sizes[0]}-{sizes[-1]} variables, at most {config.upto} run)"
+                    f"Markov blankets (searches of {sizes[0]}-{sizes[-1]} variables and up to {most:,} candidate "
+                    f"pairs, at most {config.upto} variables run)"
                     + (f"; {resumed} already in the checkpoint" if resumed else ""))
     begin = time.perf_counter()
     data = chain.executor.scatter(chain.z)
@@ -235,7 +237,8 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
         chain.show(f"{label}: searches", done, len(todo))
     polished = join_parents(graph, blocks, results)
     return polished, {**changes(graph, polished), "searches": len(todo) + resumed, "groups": len(groups),
-                      "parts": len(blocks), "largest_search": sizes[-1], **({"resumed": resumed} if resumed else {})}
+                      "parts": len(blocks), "largest_search": sizes[-1],
+                      "largest_pairs": most, **({"resumed": resumed} if resumed else {})}
 
 
 class Polish(Step):
