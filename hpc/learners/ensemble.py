@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ def run_member(spec: dict[str, Any], cov: np.ndarray, n: int, variables: tuple[s
                      None if g is None else g.undirected, member.bic_, member.seconds_)
 
 
-def best_run(runs: list[MemberRun | None]) -> int | None:
+def best_run(runs: Sequence[MemberRun | None]) -> int | None:
     """Index of the successful run with the highest BIC (first on ties), None if none succeeded;
     None entries are members a selector chose not to run."""
     scored = [(r.bic, -k) for k, r in enumerate(runs)
@@ -80,7 +81,7 @@ def best_run(runs: list[MemberRun | None]) -> int | None:
     return -max(scored)[1] if scored else None
 
 
-def choose(runs: list[MemberRun], variables: tuple[str, ...], where: str = "") -> tuple[PDAG, int]:
+def choose(runs: Sequence[MemberRun], variables: tuple[str, ...], where: str = "") -> tuple[PDAG, int]:
     """The winning graph and its index; warns about members skipped, raises if all failed."""
     for r in runs:
         if r.status != OK:
@@ -89,7 +90,9 @@ def choose(runs: list[MemberRun], variables: tuple[str, ...], where: str = "") -
     k = best_run(runs)
     if k is None:
         raise PsleError(f"{where}every member of the ensemble failed or timed out")
-    return PDAG(variables, runs[k].directed, runs[k].undirected), k
+    won = runs[k]
+    assert won.directed is not None and won.undirected is not None  # it succeeded, so it has a graph
+    return PDAG(variables, won.directed, won.undirected), k
 
 
 def check_wall_limit(wall_limit: float | None, who: str) -> None:
@@ -155,9 +158,8 @@ class SLE:
         threads = executor.task_threads(len(self.members))
         tasks = [(spec, shared, n, tuple(variables), self.time_limit, threads, deadline, self.knowledge)
                  for spec in self.members]
-        runs: list[MemberRun | None] = [None] * len(tasks)
-        for k, run in executor.run(run_member, tasks):
-            runs[k] = run
+        done: dict[int, MemberRun] = dict(executor.run(run_member, tasks))  # every task yields its run
+        runs = [done[k] for k in range(len(tasks))]
         self.runs_ = runs
         self.graph_ = self.winner_ = self.bic_ = None
         if deadline is not None and time.time() > deadline:

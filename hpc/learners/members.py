@@ -61,7 +61,7 @@ class Param:
     name: str
     kind: type  # float, int, bool or str
     default: Any
-    low: float | None = None
+    low: float | None = None  # the range: every numeric (float, int) parameter has one
     high: float | None = None
     log: bool = False  # sample on a log scale in Auto-SLE's space
     choices: tuple[str, ...] = ()  # for str parameters
@@ -80,6 +80,7 @@ class Param:
                 raise PsleError(f"{owner}: {self.name} must be a number, got {value!r}")
             if self.kind is int and int(value) != value:
                 raise PsleError(f"{owner}: {self.name} must be a whole number, got {value!r}")
+            assert self.low is not None and self.high is not None, f"numeric parameter {self.name} has no range"
             if not self.low <= value <= self.high:
                 raise PsleError(f"{owner}: {self.name}={value!r} is outside [{self.low:g}, {self.high:g}]")
 
@@ -184,6 +185,7 @@ class Member:
             self.status_ = OK
             self.graph_ = PDAG(tuple(variables), directed, undirected)
             if known:  # a search leaves some knowledge-directed edges unoriented: point them as it says
+                assert self.knowledge is not None  # `known` was built from it
                 self.graph_ = self.knowledge.oriented(self.graph_)
             self.bic_ = bic(self.graph_, cov, n)
         self.seconds_ = time.perf_counter() - start
@@ -221,6 +223,10 @@ class FGES(Member):
     params = (Param("penalty", float, PENALTY, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("max_parents", int, 1000, 1, 1000, log=True, doc="degree limit m"),
               Param("faithfulness", bool, False, doc="assume faithfulness (fewer score evaluations)"))
+    # Set from `params` by Member.__init__; declared for type checkers:
+    penalty: float
+    max_parents: int
+    faithfulness: bool
 
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"penalty": float(self.penalty), "max_degree": int(self.max_parents),
@@ -240,6 +246,10 @@ class PCStable(Member):
               Param("depth", int, 1000, 1, 1000, log=True, doc="largest conditioning set"),
               Param("engine", str, "numpy", choices=("numpy", "tetrad"), searched=False,
                     doc="numpy (reproducible, fast) or Tetrad's Pc"))
+    # Set from `params` by Member.__init__; declared for type checkers:
+    alpha: float
+    depth: int
+    engine: str
     engines = {"tetrad": "hpc.learners.tetrad:run_pc", "numpy": "hpc.learners.pc:pc_stable"}
 
     @property
@@ -262,6 +272,11 @@ class BOSS(Member):
               Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),
               Param("use_bes", bool, False, doc="finish with a backward equivalence search"),
               START)
+    # Set from `params` by Member.__init__; declared for type checkers:
+    penalty: float
+    num_starts: int
+    use_bes: bool
+    start: str
 
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"penalty": float(self.penalty), "num_starts": int(self.num_starts), "use_bes": bool(self.use_bes),
@@ -278,6 +293,11 @@ class GRaSP(Member):
               Param("depth", int, 3, 1, 5, doc="depth of the tuck search"),
               Param("num_starts", int, 1, 1, 10, doc="random restarts of the order search"),
               START)
+    # Set from `params` by Member.__init__; declared for type checkers:
+    penalty: float
+    depth: int
+    num_starts: int
+    start: str
 
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"penalty": float(self.penalty), "depth": int(self.depth), "num_starts": int(self.num_starts),
@@ -297,6 +317,9 @@ class FLOP(Member):
               Param("restarts", int, 0, 0, 100, searched=False,
                     doc="iterated-local-search restarts after the first search (5 took 3-4x its time on er, sf, "
                         "hub and sbm problems of 200 variables, seeds 100-102: mean SHD 53 against 74)"))
+    # Set from `params` by Member.__init__; declared for type checkers:
+    penalty: float
+    restarts: int
 
     def check_size(self, n: int, p: int) -> None:
         if p >= n:

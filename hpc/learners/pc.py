@@ -123,7 +123,8 @@ def _search_depth(corr: np.ndarray, n: int, alpha: float, adj: np.ndarray, d: in
         pending.append(((a, b), candidates))
     removed: dict[tuple[int, int], tuple[int, ...]] = {}
     while pending:
-        edges, rows = [], []
+        edges: list[tuple[int, int]] = []
+        rows: list[tuple[int, ...]] = []
         while pending and len(rows) < BATCH:
             edge, candidates = pending.popleft()
             if edge in removed:

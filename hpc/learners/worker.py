@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PSLE_WORKER_PARENT"
@@ -39,13 +39,13 @@ class WorkerError(Exception):
     """The request raised inside the worker (e.g. a Java exception); message is one line."""
 
 
-def _send(stream: BinaryIO, obj: Any) -> None:
+def _send(stream: IO[bytes], obj: Any) -> None:
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(payload)) + payload)
     stream.flush()
 
 
-def _recv_blocking(stream: BinaryIO) -> Any:
+def _recv_blocking(stream: IO[bytes]) -> Any:
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         return None
@@ -57,14 +57,14 @@ class TetradWorker:
 
     def __init__(self, heap: str | None = None):
         self.heap = heap
-        self._proc: subprocess.Popen | None = None
-        self._log = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc and self._proc.poll() is None else None
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._log = tempfile.TemporaryFile(mode="w+b")
             env = {**os.environ, PARENT_ENV: str(os.getpid())}
@@ -84,6 +84,7 @@ class TetradWorker:
     def call(self, function: str, kwargs: dict[str, Any], timeout: float | None = None) -> Any:
         proc = self._start()
         deadline = None if timeout is None else time.monotonic() + timeout
+        assert proc.stdin is not None and proc.stdout is not None  # `_start` opens both as pipes
         try:
             _send(proc.stdin, (function, kwargs))
         except BrokenPipeError:

@@ -202,6 +202,7 @@ class Selector:
 
         from hpc.executors import allocated_cpus
 
+        assert self.seconds is not None  # fit only with a tolerance, which __init__ refuses without seconds
         return RandomForestRegressor(**FOREST, n_jobs=allocated_cpus()).fit(
             self.x, np.log(self.seconds + SECONDS_FLOOR)).set_params(n_jobs=1)
 
