@@ -45,6 +45,8 @@ def test_the_sweep_finds_an_edge_outside_every_candidate_pair_and_drops_a_spurio
     swept, account = run_step(Sweep(SweepConfig(penalty=3.0)), x, start, clusters)
     assert compare(swept, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 1 and account["edges_removed"] == 1 and account["penalty"] == 3.0
+    # the start's pairs adjacent or two steps apart (hpc.pef.candidates, checked by hand in test_repair.py)
+    assert account["start_pairs"] == len(candidate_pairs(start))
 
 
 @pytest.mark.jvm

@@ -72,6 +72,7 @@ class Sweep(Step):
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         graph = chain.graph
+        pairs = len(candidate_pairs(graph))  # what the search costs grows with them (hpc.pef.candidates)
         spec = {"method": "fges-sweep", "penalty": self.config.penalty, "start": fingerprint(graph)}
         stored = memory.get(0, spec)
         if stored is not None:
@@ -79,7 +80,7 @@ class Sweep(Step):
             result = (stored.directed, stored.undirected)
         else:
             chain.show.note(f"sweep: one fGES over every pair of the {graph.p} variables from the graph so far "
-                            f"(penalty {self.config.penalty:g})")
+                            f"(penalty {self.config.penalty:g}; the start has {pairs:,} candidate pairs)")
             begin = time.perf_counter()
             whole = Block(np.arange(graph.p), graph.p, graph.directed, graph.undirected, None)  # no bound on pairs
             task = (chain.executor.scatter(chain.z), whole, self.config.penalty, chain.deadline,
@@ -87,4 +88,5 @@ class Sweep(Step):
             result = next(searches(chain, repair_search, [task]))[1]
             memory.put(0, MemberRun(spec, "ok", result[0], result[1], None, time.perf_counter() - begin))
         swept = graph.with_edges(*result)
-        return swept, {**changes(graph, swept), "penalty": self.config.penalty, **({"resumed": True} if stored else {})}
+        return swept, {**changes(graph, swept), "penalty": self.config.penalty, "start_pairs": pairs,
+                        **({"resumed": True} if stored else {})}
