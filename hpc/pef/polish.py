@@ -39,8 +39,8 @@ from hpc.pef.candidates import candidate_pairs
 from hpc.pef.repair import acyclic_union, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
-#: The polish's runner in the JVM worker (hpc.learners.tetrad).
-RUNNER = "hpc.learners.tetrad:run_boss_bounded"
+#: The polish's runner in the worker (Tetrad's BOSS only where there is prior knowledge).
+RUNNER = "hpc.learners.order_search:run_order_search"
 
 
 @dataclass(frozen=True)
