@@ -1,12 +1,13 @@
 """PEF's polish step: BOSS over each cluster and its Markov blanket, after the repair.
 
 The repair's fGES fixes the seams edge by edge; a permutation search (BOSS) finds better DAGs than fGES
-from the same candidates, but one BOSS over all variables costs about the cube of their number (each
-variable is tried at every position, and each try rescans the order). Per cluster it is cheap: each
+from the same candidates, but one BOSS over all variables is dear (each variable is tried at every
+position). Per cluster it is cheap: each
 cluster's variables are searched together with their Markov blanket in the repaired graph (parents,
 children and the children's other parents, wherever they lie), so a parent across a seam is in the
 search; BOSS starts from the repaired DAG's order and may give a variable parents only among its
-candidate partners (hpc.pef.candidates.candidate_pairs). Each cluster decides its own variables' parents;
+candidate partners (hpc.pef.candidates.candidate_pairs), in numpy (hpc.learners.order_search: Tetrad's BOSS's
+DAGs at a fifth to a seventh of its seconds). Each cluster decides its own variables' parents;
 the parent sets are joined, and a cross-cluster edge that would close a cycle is reversed. A cluster whose
 search would be too large is searched in parts that follow the repaired graph's edges (split_core), so the
 polish stays affordable on the large clusters of graphs without block structure. The same searches run over
@@ -46,9 +47,8 @@ RUNNER = "hpc.learners.order_search:run_order_search"
 @dataclass(frozen=True)
 class PolishConfig:
     # Searches of at most this many variables (a cluster whose search would be larger is searched in parts); 0 =
-    # no polish. A search's time grows about with the cube of its variables: on seed 100 of Alarm, er and hub at
-    # 1,000 variables, 250 was as accurate as 500 (er, Alarm) or more (hub) at half the seconds, and 150 less
-    # accurate (BENCHMARKS.md, "A BOSS polish per cluster").
+    # no polish. On seed 100 of Alarm, er and hub at 1,000 variables, 250 was as accurate as 500 (er, Alarm) or
+    # more (hub), and 150 less accurate (BENCHMARKS.md, "A BOSS polish per cluster", with Tetrad's BOSS).
     upto: int = 250
     # BOSS's BIC penalty discount (Tetrad's documented default, the repair's).
     penalty: float = 2.0
@@ -188,7 +188,7 @@ def communities(graph: PDAG, seed: int = 0) -> list[np.ndarray]:
 
 def polish_search(x: np.ndarray, block: PolishBlock, penalty: float, threads: int, until: float | None,
                   knowledge: dict | None = None) -> np.ndarray | None:
-    """One block's BOSS in this process's JVM worker (a dask task), with the `knowledge` about its columns
+    """One block's BOSS in this process's worker (a dask task), with the `knowledge` about its columns
     (hpc.graphs.knowledge's indexed form): its DAG in local indices; None when the user's wall limit `until`
     (`time.time()`, the same on every worker whenever the task starts) passed first."""
     from hpc.learners.ensemble import remaining
