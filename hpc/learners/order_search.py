@@ -1,7 +1,7 @@
-"""A BOSS-style order search over candidate partners, in numpy: the polish's and the recut's engine.
+"""BOSS's order search over candidate partners, in numpy: the engine of the polish, the recut and BOSS members.
 
-Why not Tetrad's BOSS there: its every move rescans the whole order and copies each prefix, about p³ work a pass
-whatever the candidate pairs, and those searches were half of a run's seconds. Here a variable's parents may
+Why not Tetrad's BOSS: its every move rescans the whole order and copies each prefix, about p³ work a pass
+whatever the candidate pairs, and its searches were half of a run's seconds. Here a variable's parents may
 come only from its partners, so moving `x` changes only its own score and those of the partners it passes:
 the score of every position follows from x's partners alone. Moving x in front of a partner w or behind it
 changes w's score by a fixed amount, and x's own best parent set changes only where the prefix gains a
@@ -24,14 +24,14 @@ from hpc.learners.bic import MIN_RESIDUAL
 
 #: A move must raise the total BIC by more than this (rounding in sums of cached scores is far below it).
 TOLERANCE = 1e-6
-#: Passes over the order at most; a pass moves every variable once, to its best place. On the polish's
-#: searches the order settles in 3-6 passes.
+#: Passes over the order at most; a pass moves every variable once, to its best place. On a hub-1000 run's
+#: polish searches (seed 100) the final DAG came within 1-4 passes.
 MAX_PASSES = 50
 
 
 class GrowShrinkTrees:
-    """Each variable's grow-shrink tree over `cov`: `best(v, inside)` is v's parent set and local score when
-    only its partners for which `inside` holds may be parents."""
+    """Each variable's grow-shrink tree over `cov`: `best(v, ...)` is v's local score and parent set when only
+    its partners in a given prefix of the order may be parents. Nodes and shrinks are cached for the search."""
 
     def __init__(self, cov: np.ndarray, n: int, penalty: float, partners: list[np.ndarray]) -> None:
         self.cov, self.n = cov, n
@@ -182,6 +182,7 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
             break
     rows = [(u, v) for v in range(p) for u in trees.best(v, at, at[v])[1]]
     return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
 
 def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray, threads: int = 1,
                      knowledge: dict | None = None) -> np.ndarray:
