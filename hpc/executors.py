@@ -53,6 +53,8 @@ def allocated_cpus() -> int:
 class Executor(Protocol):
     """What learners, PEF and Auto-SLE need from a place to run work."""
 
+    beside: bool  # whether work begun with `start` runs beside the caller's next tasks (else when asked for)
+
     def task_threads(self, n_tasks: int) -> int: ...
 
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
@@ -63,6 +65,11 @@ class Executor(Protocol):
         """(key, result) as tasks finish, each task drawn only when a worker is free to start it, so
         `draw` can decide it from every result yielded so far; ends when nothing runs and `draw`
         gives None."""
+        ...
+
+    def start(self, fn: Callable, args: tuple) -> Callable[[], Any]:
+        """`fn(*args)` begun now where a worker is free (later where none is), and a call that waits for its
+        result: work that depends only on the data can run beside the steps in front of it."""
         ...
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any: ...
@@ -115,6 +122,8 @@ def _sigint_ignored_in_children() -> Iterator[None]:
 class SerialExecutor:
     """Runs tasks one after another in this process (tests, tiny problems, debugging)."""
 
+    beside = False
+
     def task_threads(self, n_tasks: int) -> int:
         """Threads a multithreaded learner may use when `n_tasks` are run: here one at a time, so all CPUs."""
         return allocated_cpus()
@@ -127,6 +136,10 @@ class SerialExecutor:
         while (task := draw()) is not None:
             key, args = task
             yield key, fn(*args)
+
+    def start(self, fn: Callable, args: tuple) -> Callable[[], Any]:
+        """Here nothing runs beside: the work is done when its result is asked for."""
+        return lambda: fn(*args)
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         return obj
@@ -154,6 +167,8 @@ class DaskExecutor(SerialExecutor):
     With no address, a LocalCluster of one single-threaded worker process per core is
     started (and closed with the executor).
     """
+
+    beside = True
 
     def __init__(self, address: str | None = None, n_workers: int | None = None):
         import dask
@@ -235,6 +250,11 @@ class DaskExecutor(SerialExecutor):
         finally:  # as in `run`: a caller that stops early leaves nothing running behind it
             if running and self.client.status == "running":
                 self.client.cancel(list(running))
+
+    def start(self, fn: Callable, args: tuple) -> Callable[[], Any]:
+        """Submitted now, behind every task handed over later (a step's own tasks go first when both wait)."""
+        future = self._submit(fn, args, priority=-1)
+        return lambda: self._result(future)
 
     def _submit(self, fn: Callable, args: tuple, **options: Any) -> Any:
         return self.client.submit(located, fn, *args, pure=False, **options)

@@ -99,6 +99,55 @@ def test_the_polish_runs_after_the_rival_once_on_the_graph_that_stood():
     assert compare(pef.graph_, problem.truth).shd < compare(whole, problem.truth).shd
 
 
+class Begun:
+    """A serial executor that says it runs begun work beside, and keeps what it was asked to begin."""
+
+    beside = True
+
+    def __init__(self):
+        from hpc.executors import SerialExecutor
+
+        self.inner, self.begun, self.run_tasks = SerialExecutor(), [], 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def task_threads(self, n_tasks):
+        return 2  # two slots, whatever this machine has
+
+    def run(self, fn, tasks):
+        self.run_tasks += len(tasks)
+        return self.inner.run(fn, tasks)
+
+    def start(self, fn, args):
+        self.begun.append(args[0])
+        return self.inner.start(fn, args)
+
+
+@pytest.mark.jvm
+@pytest.mark.slow
+def test_the_rival_begins_beside_the_repair_where_the_fused_graph_passes_its_gate_and_gives_the_same_graph():
+    from hpc.executors import DaskExecutor
+
+    problem = benchmark_problem(120, 2, graph="er")
+    settings = {"rival.crossing": 0.0, "polish.upto": 0, "sweep.upto": 0, "recut.passes": 0}
+
+    def fit(executor, **more) -> PEF:
+        return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0), executor=executor,
+                   steps=steps_from({**settings, **more})).fit(problem.data, problem.variables)
+
+    serial = fit(None)
+    begun = Begun()
+    early = fit(begun)
+    assert begun.begun == [RIVAL]  # begun before the repair, and not handed over again at the rival's turn
+    assert begun.run_tasks == fit(Begun(), **{"rival.upto": 0}).executor.run_tasks  # the rival was no task of `run`
+    assert early.graph_ == serial.graph_ and early.steps_["rival"]["kept"] == serial.steps_["rival"]["kept"]
+    blocks = Begun()  # a gate no fused graph passes: nothing begins, and the step is left out as before
+    assert fit(blocks, **{"rival.crossing": 1.0}).steps_["rival"]["skipped"] and blocks.begun == []
+    with DaskExecutor(n_workers=2) as executor:  # on real workers it runs beside the repair: the same graph
+        assert fit(executor).graph_ == serial.graph_
+
+
 @pytest.mark.jvm
 def test_a_resumed_run_takes_the_rival_from_the_checkpoint(tmp_path):
     problem = benchmark_problem(200, 2, graph="er")

@@ -90,28 +90,55 @@ class Rival(Step):
     def enabled(self) -> bool:
         return self.config.upto > 0
 
-    def applies(self, chain: Chain) -> str | None:
+    def too_large(self, chain: Chain) -> str | None:
+        """Why no whole-problem search runs on the chain's problem at all (None: one may)."""
         if chain.graph.p > self.config.upto:
             return f"{chain.graph.p} variables, above rival.upto {self.config.upto}"
         if chain.graph.p > chain.n:  # one search over them all would see a singular covariance
             return f"{chain.graph.p} variables for {chain.n} rows: a whole-problem search needs no more variables than rows"
+        return None
+
+    def applies(self, chain: Chain) -> str | None:
+        reason = self.too_large(chain)
+        if reason is not None:
+            return reason
         share = crossing_share(chain.graph, chain.clusters)
         if share < self.config.crossing:
             return (f"a share of {share:.3f} of PEF's edges joins two clusters, under rival.crossing "
                     f"{self.config.crossing:g}: the partition found blocks")
         return None
 
+    def ahead(self, chain: Chain, memory: StepMemory) -> None:
+        """The rival depends only on the data, so where the fused graph already passes the gate it begins now and
+        runs beside the repair (whose fGES keeps one core; the other would idle). Whether it runs at all is still
+        decided on the repaired graph, so the graph is the one a serial run gives; on one worker it would only
+        queue in front of the repair, so it waits for its turn there."""
+        if (chain.executor.beside and chain.executor.task_threads(1) > 1 and self.too_large(chain) is None
+                and memory.get(0, RIVAL) is None and crossing_share(chain.graph, chain.clusters) >= self.config.crossing):
+            chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} "
+                            "variables, begun beside the steps before it")
+            chain.early[self.name] = chain.executor.start(run_member, self.task(chain))
+
+    def task(self, chain: Chain) -> tuple:
+        """The rival's member run, as a task of `run_member`."""
+        cov = chain.executor.scatter(covariance(chain.x), broadcast=False)
+        return (RIVAL, cov, chain.n, chain.graph.variables, None, 1, chain.deadline,  # fGES takes one thread
+                chain.knowledge)
+
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         share = crossing_share(chain.graph, chain.clusters)
         cov = covariance(chain.x)
         result = memory.get(0, RIVAL)
+        early = chain.early.pop(self.name, None)
         if result is not None:
             chain.show.note("resuming: the whole-problem rival's run is in the checkpoint")
         else:
-            chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} variables")
-            task = (RIVAL, chain.executor.scatter(cov, broadcast=False), chain.n, chain.graph.variables, None,
-                    1, chain.deadline, chain.knowledge)  # fGES takes one thread (hpc.learners.tetrad)
-            result = next(iter(chain.executor.run(run_member, [task])))[1]
+            if early is None:
+                chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} "
+                                "variables")
+                result = next(iter(chain.executor.run(run_member, [self.task(chain)])))[1]
+            else:
+                result = early()
             if result.status == TIMED_OUT:  # only the user's wall limit bounds it
                 raise WallLimitHit
             memory.put(0, result)

@@ -1,7 +1,8 @@
 """What every step after fusion shares: one small protocol and one wrapper around it.
 
 A step (hpc.pef.steps lists them in order) has a name, its own frozen config, a reason it does not apply to
-a graph (or none), and `run`, which returns the next graph and an account of what it did. The wrapper,
+a graph (or none), and `run`, which returns the next graph and an account of what it did; `ahead` may begin,
+right after fusion, work that depends only on the data, to run beside the steps in front of it. The wrapper,
 `run_chain`, owns everything the steps have in common: the gate (a problem learned whole has nothing to
 repair), timing, putting back what prior knowledge says after a step's joins, the checkpoint (each step keeps
 its results under its own name) and the account.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,6 +49,8 @@ class Chain:
     knowledge: Knowledge | None
     memory: RunCheckpoint | None
     settings: str  # fusion's settings: what every step's checkpointed results are valid under
+    # work begun before its step's turn (Step.ahead), by step name: each a call that waits for the result
+    early: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -102,6 +105,11 @@ class Step:
     def applies(self, chain: Chain) -> str | None:
         return None
 
+    def ahead(self, chain: Chain, memory: StepMemory) -> None:
+        """Begin, on the fused graph and before any step runs, work of this step that depends only on the data,
+        so that it runs beside the steps in front (into `chain.early`); the default begins nothing. What the
+        step then does must not depend on whether this ran: the graph stays the same on any executor."""
+
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         raise NotImplementedError
 
@@ -129,6 +137,9 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
         return accounts
     chain.show.note("after fusion: " + (" -> ".join(s.name for s in steps if s.enabled()) or "no step (all off)"))
     for step in steps:
+        if step.enabled():
+            step.ahead(chain, StepMemory(chain.memory, step.name))
+    for step in steps:
         if not step.enabled():
             continue
         reason = step.applies(chain)
@@ -145,6 +156,7 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
         chain.show.note(changes_note(step.name, account))
         chain.graph = graph
         accounts[step.name] = account
+    chain.early.clear()  # begun for a step that then did not apply: nobody waits for it
     return accounts
 
 
