@@ -402,7 +402,7 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
     count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
     start is the given order (see start_order); with required edges we run the restarts (see the note on
     required edges). One start without a backward search and without knowledge is the same search in numpy
-    (hpc.learners.order_search), 5-8x faster than Tetrad's on clusters of 300-500 variables."""
+    (hpc.learners.order_search), 5-13x faster than Tetrad's over every pair of 300-500 variables (BENCHMARKS.md)."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
 
