@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from hpc.learners.bic import MIN_RESIDUAL
+from hpc.learners.bic import MIN_RESIDUAL, residual_variance
 
 #: A move must raise the total BIC by more than this (rounding in sums of cached scores is far below it).
 TOLERANCE = 1e-6
@@ -49,14 +49,6 @@ class GrowShrinkTrees:
             return rhs, np.linalg.solve(block, rhs)
         except np.linalg.LinAlgError:
             return rhs, np.linalg.lstsq(block, rhs, rcond=None)[0]
-
-    def _residual(self, v: int, parents: tuple[int, ...]) -> float:
-        """Variance of v left after regressing it on `parents` (floored as hpc.learners.bic floors it)."""
-        c = self.cov
-        if not parents:
-            return float(c[v, v])
-        rhs, beta = self._fit(parents, np.array([v]))
-        return float(max(c[v, v] - rhs[:, 0] @ beta[:, 0], MIN_RESIDUAL * c[v, v]))
 
     def _node(self, v: int, path: tuple[int, ...]) -> tuple[list[int], float]:
         """The partners that raise v's score when added to `path`, best first, and v's residual on `path`."""
@@ -94,7 +86,8 @@ class GrowShrinkTrees:
             best, drop = score, -1
             for i in range(len(parents)):
                 rest = tuple(parents[:i] + parents[i + 1:])
-                s = -self.n * math.log(self._residual(v, rest)) - self.cost * len(rest)
+                left = residual_variance(self.cov, v, np.array(rest, dtype=np.int64)) if rest else self.cov[v, v]
+                s = -self.n * math.log(left) - self.cost * len(rest)
                 if s > best + TOLERANCE:
                     best, drop = s, i
             if drop < 0:
