@@ -117,13 +117,12 @@ class Rival(Step):
                 and memory.get(0, RIVAL) is None and crossing_share(chain.graph, chain.clusters) >= self.config.crossing):
             chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} "
                             "variables, begun beside the steps before it")
-            chain.early[self.name] = chain.executor.start(run_member, self.task(chain))
+            chain.early[self.name] = chain.executor.start(run_member, self.task(chain, covariance(chain.x)))
 
-    def task(self, chain: Chain) -> tuple:
-        """The rival's member run, as a task of `run_member`."""
-        cov = chain.executor.scatter(covariance(chain.x), broadcast=False)
-        return (RIVAL, cov, chain.n, chain.graph.variables, None, 1, chain.deadline,  # fGES takes one thread
-                chain.knowledge)
+    def task(self, chain: Chain, cov: np.ndarray) -> tuple:
+        """The rival's member run on the data's covariance `cov`, as a task of `run_member`."""
+        return (RIVAL, chain.executor.scatter(cov, broadcast=False), chain.n, chain.graph.variables, None, 1,
+                chain.deadline, chain.knowledge)  # fGES takes one thread
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         share = crossing_share(chain.graph, chain.clusters)
@@ -136,7 +135,7 @@ class Rival(Step):
             if early is None:
                 chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} "
                                 "variables")
-                result = next(iter(chain.executor.run(run_member, [self.task(chain)])))[1]
+                result = next(iter(chain.executor.run(run_member, [self.task(chain, cov)])))[1]
             else:
                 result = early()
             if result.status == TIMED_OUT:  # only the user's wall limit bounds it
