@@ -23,7 +23,7 @@ from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import evaluate
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import cluster_labels
-from hpc.pef.rival import RIVAL
+from hpc.pef.rival import WITH_KNOWLEDGE as FGES_FAITHFUL
 from hpc.run import MethodSpec, build_estimator
 
 
@@ -85,7 +85,7 @@ def main() -> None:
                 runs.append((name, pef.graph_, time.perf_counter() - start))
         label = cluster_labels(pef.clusters_, problem.p)
         start = time.perf_counter()
-        whole = build_estimator(MethodSpec("fges", False, members=(RIVAL,))).fit(problem.data, problem.variables)
+        whole = build_estimator(MethodSpec("fges", False, members=(FGES_FAITHFUL,))).fit(problem.data, problem.variables)
         whole_seconds = time.perf_counter() - start
         for name, graph, seconds in (*runs, ("fGES whole (λ 2.54, m 91, faithful)", whole.graph_, whole_seconds)):
             m = evaluate(graph, problem.truth)

@@ -34,7 +34,7 @@ from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
 from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
-from hpc.pef.rival import RIVAL
+from hpc.pef.rival import WITH_KNOWLEDGE as FGES_FAITHFUL
 from hpc.pef.steps import NONE
 from hpc.run import pef_configs
 
@@ -45,7 +45,7 @@ ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 SINGLE = {name: yaml.safe_load((CONF / "method" / f"{name}.yaml").read_text())["members"]
           for name in ("p-fges", "p-pc-stable", "p-flop")}
 WHOLE = {"fges": {"method": "fges"}, "pc-stable": {"method": "pc-stable"},
-         "fges-faithful": RIVAL,
+         "fges-faithful": FGES_FAITHFUL,
          "boss": {"method": "boss", "penalty": 2.53767},
          "boss-columns": {"method": "boss", "penalty": 2.53767, "start": "columns"},
          "flop": {"method": "flop", "penalty": 2.0}}

@@ -137,21 +137,25 @@ class GrowShrinkTrees:
         return (*self._shrink(v, path, s2), seen)
 
 
-def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """BOSS over the variables of `cov` (covariance of `n` rows) with BIC penalty discount `penalty`, started from
-    `order`, where a variable's parents may come only from its partners in `pairs` (unordered, local indices):
-    the DAG it ends at, as parent -> child rows.
+    `order`, where a variable's parents may come only from its partners in `pairs` (unordered, local indices;
+    None: every pair): the DAG it ends at, as parent -> child rows.
 
     Each pass takes the variables in the order's sequence at the pass's start and moves each to the place that
     raises the total BIC most (strictly, by more than TOLERANCE; of equal places, the nearest to where it was);
     passes repeat until one moves nothing (at most MAX_PASSES)."""
     p = cov.shape[0]
-    near: list[set[int]] = [set() for _ in range(p)]
-    for a, b in np.asarray(pairs, dtype=np.int64).reshape(-1, 2).tolist():
-        if a != b:
-            near[a].add(b)
-            near[b].add(a)
-    partners = [np.array(sorted(s), dtype=np.int64) for s in near]
+    if pairs is None:
+        everyone = np.arange(p, dtype=np.int64)
+        partners = [np.delete(everyone, v) for v in range(p)]
+    else:
+        near: list[set[int]] = [set() for _ in range(p)]
+        for a, b in np.asarray(pairs, dtype=np.int64).reshape(-1, 2).tolist():
+            if a != b:
+                near[a].add(b)
+                near[b].add(a)
+        partners = [np.array(sorted(s), dtype=np.int64) for s in near]
     cov = np.asarray(cov, dtype=np.float64)
     trees = GrowShrinkTrees((cov + cov.T) / 2, n, penalty, partners)  # exactly symmetric: rows serve as columns
     seq = [int(v) for v in order]
@@ -231,7 +235,7 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
     return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
 
-def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray, threads: int = 1,
+def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray | None, threads: int = 1,
                      knowledge: dict | None = None) -> np.ndarray:
     """`order_search` on the data `x` (rows = samples), as a worker runner with run_boss_bounded's arguments;
     with prior knowledge it is Tetrad's BOSS, which keeps tiers and required edges in its moves."""

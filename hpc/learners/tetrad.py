@@ -412,7 +412,7 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
         from hpc.graphs.pdag import PDAG
         from hpc.learners.order_search import order_search
 
-        dag = order_search(cov, n, penalty, start_order(cov, n, penalty, start), np.stack(np.triu_indices(p, 1), 1))
+        dag = order_search(cov, n, penalty, start_order(cov, n, penalty, start), None)
         cpdag = dag_to_cpdag(PDAG(tuple(map(str, range(p))), dag))
         return cpdag.directed, cpdag.undirected
 

@@ -1,21 +1,25 @@
 """PEF's step on problems without block structure: one whole-problem search as a rival to PEF's repaired
 graph, and the graph with the higher BIC stands; the polish then runs once, on whichever stood.
 
-Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one whole
-fGES (faithfulness assumed) is more accurate than PEF, even after the repair and the polish. BOSS over
-each cluster and its Markov blanket (hpc.pef.polish) improves either start: on seed 100 (tuning) the
-polished whole fGES was 90-100 SHD better than PEF on er and hub. BIC needs no truth, but at penalty
-discount JUDGE_PENALTY it preferred the polished rival also on ws and Hailfinder, where it was 19-43
-SHD worse (at 1, 2.54, 4 and 6 too, on those two). What told the two kinds apart was the partition:
-on the block-structured problems 14-18 % of PEF's edges joined two clusters, on er and hub 42-43 %.
-So the rival runs only where that share reaches `crossing`, and up to `upto` variables.
+Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one whole-problem
+search is more accurate than PEF, even after the repair and the polish. The rival is BOSS over every pair
+(hpc.learners.order_search, penalty discount PENALTY), started from the fused graph's order, so it depends only
+on the data and fusion and may begin beside the repair. On tuning seed 100 at 1,000 variables it gave er 206,
+hub 148 and sf 315 SHD, where Tetrad's whole fGES, the rival until then, had led PEF to 244 and 286 (and ran past
+ten minutes on sf), in 4-80 s (BENCHMARKS.md, "A whole-problem rival"). With prior knowledge, which that search
+does not keep, the rival is Tetrad's fGES with faithfulness at the same penalty.
 
-It runs before the polish, and is judged unpolished against PEF's unpolished graph: polishing both and
-judging after (as it first did) cost a second polish, and on seed 100 of er-1000 gave the same graph as
-judging first and polishing the winner (0.941 / 0.935 / 246), in three quarters of the time.
+BIC needs no truth, but at penalty discount JUDGE_PENALTY it preferred a whole-problem search also on block-
+structured problems (Alarm, Hailfinder, ws) where it was less accurate than PEF. What told the two kinds apart
+was the partition: on the block-structured problems 14-18 % of PEF's edges joined two clusters, on er and hub
+42-43 %. So the rival runs only where that share reaches `crossing`, and up to `upto` variables.
+It is judged unpolished against PEF's unpolished graph, and the polish then runs once, on the graph that stood.
 """
 
 from __future__ import annotations
+
+import hashlib
+import time
 
 from dataclasses import dataclass
 from typing import Any
@@ -24,23 +28,30 @@ import numpy as np
 
 from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
+from hpc.graphs.equivalence import dag_to_cpdag
+from hpc.graphs.knowledge import Knowledge
 from hpc.learners.bic import bic, covariance
-from hpc.learners.ensemble import MemberRun, run_member
+from hpc.learners.ensemble import MemberRun, remaining, run_member
 from hpc.learners.members import OK, TIMED_OUT
+from hpc.learners.worker import call_within
 from hpc.pef.partition import crossing_share
 from hpc.pef.repair import changes
 from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit
 
-#: The rival: fGES with faithfulness at the learned ensemble's winning penalty (λ 2.54, at most 91 parents),
-#: the whole-problem baseline of BENCHMARKS.md.
-RIVAL: dict[str, Any] = {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True}
+#: The rival's BIC penalty discount: the learned ensemble's winning penalty (its fGES members' λ 2.54).
+PENALTY = 2.53767
+#: The rival where there is prior knowledge: fGES with faithfulness (at most 91 parents), which keeps it.
+WITH_KNOWLEDGE: dict[str, Any] = {"method": "fges", "penalty": PENALTY, "max_parents": 91, "faithfulness": True}
+#: The numpy order search's runner, in the worker (hpc.learners.worker).
+RUNNER = "hpc.learners.order_search:run_order_search"
 #: The BIC penalty discount the two graphs are judged by (Tetrad's documented default, the repair's).
 JUDGE_PENALTY = 2.0
 
 
 @dataclass(frozen=True)
 class RivalConfig:
-    # Up to this many variables; 0 = never. 2000 is about where one whole fGES still takes as long as PEF.
+    # Up to this many variables; 0 = never. Chosen (2000) when the rival was a whole fGES, which there took
+    # about as long as PEF; the order search's cost grows with the square of the variables.
     upto: int = 2000
     # ... and only when at least this share of PEF's edges join two clusters. On seed 100 (tuning) the
     # block-structured problems had 0.14-0.18 (Alarm, Hailfinder, ws, sbm), where BIC preferred the polished
@@ -82,10 +93,10 @@ def outcome(account: dict[str, Any]) -> str:
 
 
 class Rival(Step):
-    """One whole-problem fGES against PEF's repaired graph; the higher BIC stands (and is polished next)."""
+    """One whole-problem search against PEF's repaired graph; the higher BIC stands (and is polished next)."""
 
     name, Config = "rival", RivalConfig
-    doc = "where the partition found no blocks: a whole-problem fGES against PEF's graph by BIC"
+    doc = "where the partition found no blocks: a whole-problem BOSS over every pair against PEF's graph by BIC"
 
     def enabled(self) -> bool:
         return self.config.upto > 0
@@ -109,39 +120,68 @@ class Rival(Step):
         return None
 
     def ahead(self, chain: Chain, memory: StepMemory) -> None:
-        """The rival depends only on the data, so where the fused graph already passes the gate it begins now and
-        runs beside the repair (whose fGES keeps one core; the other would idle). Whether it runs at all is still
-        decided on the repaired graph, so the graph is the one a serial run gives; on one worker it would only
-        queue in front of the repair, so it waits for its turn there."""
+        """The rival depends only on the data and the fused graph, so where that graph already passes the gate it
+        begins now and runs beside the repair (whose fGES keeps one core; the other would idle). Whether it runs
+        at all is still decided on the repaired graph, so the graph is the one a serial run gives; on one worker
+        it would only queue in front of the repair, so it waits for its turn there."""
         if (chain.executor.beside and chain.executor.task_threads(1) > 1 and self.too_large(chain) is None
-                and memory.get(0, RIVAL) is None and crossing_share(chain.graph, chain.clusters) >= self.config.crossing):
-            chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} "
-                            "variables, begun beside the steps before it")
-            chain.early[self.name] = chain.executor.start(run_member, self.task(chain, covariance(chain.x)))
+                and memory.get(0, spec_of(chain)) is None
+                and crossing_share(chain.graph, chain.clusters) >= self.config.crossing):
+            chain.show.note(f"rival: {described(chain)}, begun beside the steps before it")
+            chain.early[self.name] = chain.executor.start(whole_search, self.task(chain))
 
-    def task(self, chain: Chain, cov: np.ndarray) -> tuple:
-        """The rival's member run on the data's covariance `cov`, as a task of `run_member`."""
-        return (RIVAL, chain.executor.scatter(cov, broadcast=False), chain.n, chain.graph.variables, None, 1,
-                chain.deadline, chain.knowledge)  # fGES takes one thread
+    def task(self, chain: Chain) -> tuple:
+        """The rival's search, as a task of `whole_search`."""
+        return (spec_of(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order(),
+                chain.graph.variables, chain.deadline, chain.knowledge)
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         share = crossing_share(chain.graph, chain.clusters)
-        cov = covariance(chain.x)
-        result = memory.get(0, RIVAL)
+        spec = spec_of(chain)
+        result = memory.get(0, spec)
         early = chain.early.pop(self.name, None)
         if result is not None:
             chain.show.note("resuming: the whole-problem rival's run is in the checkpoint")
         else:
             if early is None:
-                chain.show.note(f"rival: one fGES (faithful, λ {RIVAL['penalty']:.2f}) over all {chain.graph.p} "
-                                "variables")
-                result = next(iter(chain.executor.run(run_member, [self.task(chain, cov)])))[1]
+                chain.show.note(f"rival: {described(chain)}")
+                result = next(iter(chain.executor.run(whole_search, [self.task(chain)])))[1]
             else:
                 result = early()
             if result.status == TIMED_OUT:  # only the user's wall limit bounds it
                 raise WallLimitHit
             memory.put(0, result)
-        graph, account = judged(chain.graph, rival_graph(result, chain.graph.variables), result, cov, chain.n)
+        graph, account = judged(chain.graph, rival_graph(result, chain.graph.variables), result, covariance(chain.x),
+                                chain.n)
         account.update(changes(chain.graph, graph), crossing=round(share, 3))
         chain.show.note(f"rival: {outcome(account)}")
         return graph, account
+
+
+def spec_of(chain: Chain) -> dict[str, Any]:
+    """What the rival searches, as its checkpoint key: with prior knowledge the fGES, else the order search over
+    every pair from the fused graph's order (named by a digest of that order)."""
+    if chain.knowledge is not None:
+        return WITH_KNOWLEDGE
+    digest = hashlib.sha256(np.ascontiguousarray(chain.fused_order(), dtype=np.int64).tobytes()).hexdigest()[:16]
+    return {"method": "boss-every-pair", "penalty": PENALTY, "start": digest}
+
+
+def described(chain: Chain) -> str:
+    if chain.knowledge is not None:
+        return f"one fGES (faithful, λ {PENALTY:.2f}, with the prior knowledge) over all {chain.graph.p} variables"
+    return f"one BOSS over every pair of all {chain.graph.p} variables (λ {PENALTY:.2f}, from the fused graph's order)"
+
+
+def whole_search(spec: dict[str, Any], z: np.ndarray, order: np.ndarray, variables: tuple[str, ...],
+                 deadline: float | None, knowledge: Knowledge | None) -> MemberRun:
+    """The rival's search on the standardised data `z` (a task): its CPDAG as a member run, TIMED_OUT when the
+    user's wall limit passed first."""
+    if knowledge is not None:
+        return run_member(spec, covariance(z), z.shape[0], variables, None, 1, deadline, knowledge)
+    begin = time.perf_counter()
+    dag = call_within(RUNNER, {"x": z, "penalty": PENALTY, "order": order, "pairs": None}, remaining(None, deadline))
+    if dag is None:
+        return MemberRun(dict(spec), TIMED_OUT, None, None, None, time.perf_counter() - begin)
+    cpdag = dag_to_cpdag(PDAG(variables, dag))
+    return MemberRun(dict(spec), OK, cpdag.directed, cpdag.undirected, None, time.perf_counter() - begin)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hpc.errors import PsleError
+from hpc.graphs.equivalence import pdag_to_dag, topological_order
 from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
@@ -51,6 +52,12 @@ class Chain:
     settings: str  # fusion's settings: what every step's checkpointed results are valid under
     # work begun before its step's turn (Step.ahead), by step name: each a call that waits for the result
     early: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    fused: PDAG | None = None  # fusion's graph, which the steps' own searches may start from (set by run_chain)
+
+    def fused_order(self) -> np.ndarray:
+        """A topological order of a DAG of fusion's graph (ties by the data-derived index)."""
+        assert self.fused is not None, "run_chain sets the fused graph"
+        return topological_order(pdag_to_dag(self.fused, strict=False))
 
     @property
     def n(self) -> int:
@@ -136,6 +143,7 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
     if len(chain.clusters) == 1:
         return accounts
     chain.show.note("after fusion: " + (" -> ".join(s.name for s in steps if s.enabled()) or "no step (all off)"))
+    chain.fused = chain.graph
     for step in steps:
         if step.enabled():
             step.ahead(chain, StepMemory(chain.memory, step.name))
