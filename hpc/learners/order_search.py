@@ -242,6 +242,7 @@ def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np
     if knowledge:
         from hpc.learners.tetrad import run_boss_bounded
 
-        return run_boss_bounded(x, penalty, order, pairs, threads, knowledge)
+        every = np.stack(np.triu_indices(x.shape[1], 1), axis=1)
+        return run_boss_bounded(x, penalty, order, every if pairs is None else pairs, threads, knowledge)
     cov = np.atleast_2d(np.cov(x, rowvar=False))
     return order_search(cov, x.shape[0], penalty, order, pairs)

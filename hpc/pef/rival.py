@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import time
-
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hpc.checks import check_number
-from hpc.graphs.pdag import PDAG
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.knowledge import Knowledge
+from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
 from hpc.learners.ensemble import MemberRun, remaining, run_member
 from hpc.learners.members import OK, TIMED_OUT
