@@ -137,6 +137,66 @@ class GrowShrinkTrees:
         return (*self._shrink(v, path, s2), seen)
 
 
+Walk = tuple[float, tuple[int, ...], list[int]]
+
+
+def own_walks(trees: GrowShrinkTrees, x: int, at: list[int]) -> list[tuple[int, Walk]]:
+    """x's walk at each place g of the order without x (from g on, until the next entry): the same until a partner
+    it looked at comes before it, so only those places need a walk."""
+    px = at[x]
+    own: list[tuple[int, Walk]] = []
+    g = 0
+    while True:
+        walk = trees.best(x, at, g if g <= px else g + 1)
+        own.append((g, walk))
+        later = [q for q in (at[c] - (at[c] > px) for c in walk[2]) if q >= g]
+        if not later:
+            return own
+        g = min(later) + 1
+
+
+def partners_of(p: int, pairs: np.ndarray | None) -> list[np.ndarray]:
+    """Each variable's partners in `pairs` (unordered; None: every other variable), sorted."""
+    if pairs is None:
+        everyone = np.arange(p, dtype=np.int64)
+        return [np.delete(everyone, v) for v in range(p)]
+    near: list[set[int]] = [set() for _ in range(p)]
+    for a, b in np.asarray(pairs, dtype=np.int64).reshape(-1, 2).tolist():
+        if a != b:
+            near[a].add(b)
+            near[b].add(a)
+    return [np.array(sorted(s), dtype=np.int64) for s in near]
+
+
+Move = tuple[int, Walk, list[int], list[int], list[Walk]]
+
+
+def best_place(trees: GrowShrinkTrees, x: int, at: list[int], score: list[float], users: list[set[int]]) -> Move | None:
+    """Where x raises the total BIC most, if by more than TOLERANCE over where it stands: the first place of that
+    stretch (in the order without x), x's walk there, and the variables whose walk looked at x with their places
+    and their walks with x's side turned; None when x stays.
+
+    Places are counted in the order without x: inserting at g puts x before the variable now at g, so a variable
+    at q (without x) stands behind x exactly when g <= q, and may then take x as a parent. The total is constant
+    between the places where x's own walk or an affected variable's side changes, so only those are scored."""
+    px = at[x]
+    affected = sorted(users[x], key=at.__getitem__)
+    q_aff = [at[w] - (at[w] > px) for w in affected]
+    toggled = [trees.best(w, at, at[w], x, not at[w] > px) for w in affected]
+    gain = [(score[w] - t[0]) if at[w] > px else (t[0] - score[w]) for w, t in zip(affected, toggled)]
+    own = own_walks(trees, x, at)
+    starts = np.array(sorted({0, *(q + 1 for q in q_aff), *(g for g, _ in own)}), dtype=np.int64)
+    tail = np.concatenate([np.cumsum(np.array(gain[::-1], dtype=np.float64))[::-1], [0.0]])
+    own_at = np.searchsorted(np.array([g for g, _ in own], dtype=np.int64), starts, side="right") - 1
+    behind = np.searchsorted(np.array(q_aff, dtype=np.int64), starts)  # affected variables behind each start
+    total = np.array([own[i][1][0] for i in own_at.tolist()]) + tail[behind]
+    stretch = int(np.argmax(total))
+    here = int(np.searchsorted(starts, px, side="right")) - 1
+    if not total[stretch] > total[here] + TOLERANCE:
+        return None
+    return int(starts[stretch]), own[int(own_at[stretch])][1], affected, q_aff, toggled
+
+
 def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """BOSS over the variables of `cov` (covariance of `n` rows) with BIC penalty discount `penalty`, started from
     `order`, where a variable's parents may come only from its partners in `pairs` (unordered, local indices;
@@ -146,16 +206,7 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
     raises the total BIC most (strictly, by more than TOLERANCE; of equal places, the nearest to where it was);
     passes repeat until one moves nothing (at most MAX_PASSES)."""
     p = cov.shape[0]
-    if pairs is None:
-        everyone = np.arange(p, dtype=np.int64)
-        partners = [np.delete(everyone, v) for v in range(p)]
-    else:
-        near: list[set[int]] = [set() for _ in range(p)]
-        for a, b in np.asarray(pairs, dtype=np.int64).reshape(-1, 2).tolist():
-            if a != b:
-                near[a].add(b)
-                near[b].add(a)
-        partners = [np.array(sorted(s), dtype=np.int64) for s in near]
+    partners = partners_of(p, pairs)
     cov = np.asarray(cov, dtype=np.float64)
     trees = GrowShrinkTrees((cov + cov.T) / 2, n, penalty, partners)  # exactly symmetric: rows serve as columns
     seq = [int(v) for v in order]
@@ -166,9 +217,9 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
     seen: list[set[int]] = [set() for _ in range(p)]  # the partners each variable's current walk looked at
     users: list[set[int]] = [set() for _ in range(p)]  # users[c]: the variables whose walk looked at c
 
-    def settle(v: int, value: float, looked: list[int]) -> None:
-        score[v] = value
-        now = set(looked)
+    def settle(v: int, walk: Walk) -> None:
+        score[v] = walk[0]
+        now = set(walk[2])
         for c in seen[v] - now:
             users[c].discard(v)
         for c in now - seen[v]:
@@ -176,58 +227,29 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
         seen[v] = now
 
     for v in range(p):
-        value, _, looked = trees.best(v, at, at[v])
-        settle(v, value, looked)
+        settle(v, trees.best(v, at, at[v]))
     for _ in range(MAX_PASSES):
         moved = False
         for x in list(seq):
-            if not len(partners[x]):
+            move = best_place(trees, x, at, score, users) if len(partners[x]) else None
+            if move is None:
                 continue
-            px = at[x]
-            # Places are counted in the order without x: inserting at g puts x before the variable now at g, so
-            # a variable at q (without x) stands behind x exactly when g <= q, and may then take x as a parent.
-            affected = sorted(users[x], key=at.__getitem__)
-            q_aff = [at[w] - (at[w] > px) for w in affected]
-            toggled = [trees.best(w, at, at[w], x, not at[w] > px) for w in affected]
-            gain = [(score[w] - t[0]) if at[w] > px else (t[0] - score[w]) for w, t in zip(affected, toggled)]
-            # x's own walk at each place: the same until a partner it looked at comes before it
-            own: list[tuple[int, tuple[float, tuple[int, ...], list[int]]]] = []
-            g = 0
-            while True:
-                walk = trees.best(x, at, g if g <= px else g + 1)
-                own.append((g, walk))
-                later = [at[c] - (at[c] > px) for c in walk[2]]
-                later = [q for q in later if q >= g]
-                if not later:
-                    break
-                g = min(later) + 1
-            # the places where the total can change, and the total from each up to the next
-            starts = np.array(sorted({0, *(q + 1 for q in q_aff), *(g for g, _ in own)}), dtype=np.int64)
-            tail = np.concatenate([np.cumsum(np.array(gain[::-1], dtype=np.float64))[::-1], [0.0]])
-            own_at = np.searchsorted(np.array([g for g, _ in own], dtype=np.int64), starts, side="right") - 1
-            behind = np.searchsorted(np.array(q_aff, dtype=np.int64), starts)  # affected partners behind each start
-            total = np.array([own[i][1][0] for i in own_at.tolist()]) + tail[behind]
-            stretch = int(np.argmax(total))
-            here = int(np.searchsorted(starts, px, side="right")) - 1
-            if not total[stretch] > total[here] + TOLERANCE:
-                continue
+            lo, walk, affected, q_aff, toggled = move
             # x goes into the first gap between partners of the stretch; in it, as near its old place as it allows
-            lo = int(starts[stretch])
+            px = at[x]
             q_partners = np.sort(pos[partners[x]] - (pos[partners[x]] > px))
             nxt = q_partners[q_partners >= lo]
-            hi = int(nxt[0]) if len(nxt) else p - 1
-            j = min(max(px, lo), hi)
+            j = min(max(px, lo), int(nxt[0]) if len(nxt) else p - 1)
             seq.pop(px)
             seq.insert(j, x)
             first, last = min(px, j), max(px, j)
             for i in range(first, last + 1):
                 at[seq[i]] = i
             pos[seq[first:last + 1]] = np.arange(first, last + 1)
-            walk = own[int(own_at[stretch])][1]
-            settle(x, walk[0], walk[2])
+            settle(x, walk)
             for w, q, t in zip(affected, q_aff, toggled):
                 if (q >= lo) != (q >= px):  # w changed sides of x: its walk is the toggled one
-                    settle(w, t[0], t[2])
+                    settle(w, t)
             moved = True
         if not moved:
             break
