@@ -23,6 +23,8 @@ import numpy as np
 
 from hpc.learners.bic import MIN_RESIDUAL, residual_variance
 
+#: This module's search as a worker runner (hpc.learners.worker), for the steps that run it in a task.
+RUNNER = "hpc.learners.order_search:run_order_search"
 #: A move must raise the total BIC by more than this (rounding in sums of cached scores is far below it).
 TOLERANCE = 1e-6
 #: Passes over the order at most; a pass moves every variable once, to its best place. On a hub-1000 run's

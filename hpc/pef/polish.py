@@ -34,14 +34,12 @@ from hpc.checks import check_number
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.learners.ensemble import MemberRun
+from hpc.learners.order_search import RUNNER  # Tetrad's BOSS only where there is prior knowledge
 from hpc.pef.partition import largest_cluster
 from hpc.pef.parts import pack_walk
 from hpc.pef.candidates import candidate_pairs
 from hpc.pef.repair import acyclic_union, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
-
-#: The polish's runner in the worker (Tetrad's BOSS only where there is prior knowledge).
-RUNNER = "hpc.learners.order_search:run_order_search"
 
 
 @dataclass(frozen=True)

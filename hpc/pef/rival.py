@@ -32,6 +32,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
 from hpc.learners.ensemble import MemberRun, remaining, run_member
 from hpc.learners.members import OK, TIMED_OUT
+from hpc.learners.order_search import RUNNER
 from hpc.learners.worker import call_within
 from hpc.pef.partition import crossing_share
 from hpc.pef.repair import changes
@@ -41,8 +42,6 @@ from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit
 PENALTY = 2.53767
 #: The rival where there is prior knowledge: fGES with faithfulness (at most 91 parents), which keeps it.
 WITH_KNOWLEDGE: dict[str, Any] = {"method": "fges", "penalty": PENALTY, "max_parents": 91, "faithfulness": True}
-#: The numpy order search's runner, in the worker (hpc.learners.worker).
-RUNNER = "hpc.learners.order_search:run_order_search"
 #: The BIC penalty discount the two graphs are judged by (Tetrad's documented default, the repair's).
 JUDGE_PENALTY = 2.0
 
