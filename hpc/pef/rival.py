@@ -130,7 +130,7 @@ class Rival(Step):
 
     def task(self, chain: Chain) -> tuple:
         """The rival's search, as a task of `whole_search`."""
-        return (spec_of(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order(),
+        return (spec_of(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order,
                 chain.graph.variables, chain.deadline, chain.knowledge)
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
@@ -161,7 +161,7 @@ def spec_of(chain: Chain) -> dict[str, Any]:
     every pair from the fused graph's order (named by a digest of that order)."""
     if chain.knowledge is not None:
         return WITH_KNOWLEDGE
-    digest = hashlib.sha256(np.ascontiguousarray(chain.fused_order(), dtype=np.int64).tobytes()).hexdigest()[:16]
+    digest = hashlib.sha256(np.ascontiguousarray(chain.fused_order, dtype=np.int64).tobytes()).hexdigest()[:16]
     return {"method": "boss-every-pair", "penalty": PENALTY, "start": digest}
 
 

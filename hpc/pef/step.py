@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -54,8 +55,9 @@ class Chain:
     early: dict[str, Callable[[], Any]] = field(default_factory=dict)
     fused: PDAG | None = None  # fusion's graph, which the steps' own searches may start from (set by run_chain)
 
+    @cached_property
     def fused_order(self) -> np.ndarray:
-        """A topological order of a DAG of fusion's graph (ties by the data-derived index)."""
+        """A topological order of a DAG of fusion's graph (ties by the data-derived index), derived once."""
         assert self.fused is not None, "run_chain sets the fused graph"
         return topological_order(pdag_to_dag(self.fused, strict=False))
 
