@@ -18,6 +18,7 @@ covariance in a fixed order, so the same input gives the same DAG on any machine
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -27,6 +28,8 @@ from hpc.learners.bic import MIN_RESIDUAL, residual_variance
 RUNNER = "hpc.learners.order_search:run_order_search"
 #: A move must raise the total BIC by more than this (rounding in sums of cached scores is far below it).
 TOLERANCE = 1e-6
+#: Memory for the partials of recent tree nodes, from which a child's come cheaply (GrowShrinkTrees._partials).
+HELD_BYTES = 64 * 2**20
 #: Passes over the order at most; a pass moves every variable once, to its best place. On a hub-1000 run's
 #: polish searches (seed 100) the final DAG came within 1-4 passes.
 MAX_PASSES = 50
@@ -42,7 +45,9 @@ class GrowShrinkTrees:
         self.partners = partners
         self.nodes: list[dict[tuple[int, ...], tuple[list[int], float]]] = [{} for _ in partners]
         self.shrunk: list[dict[tuple[int, ...], tuple[float, tuple[int, ...]]]] = [{} for _ in partners]
-        self.free = np.ones(cov.shape[0], dtype=bool)  # scratch: which variables are off the current path
+        # the partials of recent nodes (_partials), oldest first, in at most HELD_BYTES
+        self.held: OrderedDict[tuple[int, tuple[int, ...]], tuple[np.ndarray, np.ndarray, float]] = OrderedDict()
+        self.room = max(64, HELD_BYTES // (16 * max(1, max(map(len, partners), default=1))))
         self.diag = np.ascontiguousarray(np.diag(cov))
         self.needed = -math.expm1(-self.cost / n)  # the share of a residual a parent must explain to gain
 
@@ -54,28 +59,55 @@ class GrowShrinkTrees:
         except np.linalg.LinAlgError:
             return np.linalg.pinv(block)
 
+    def _partials(self, v: int, path: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, float]:
+        """Over v's partners: their partial covariances with v and their partial variances given `path`, and
+        v's residual on `path`. A child's come from its parent's in O(k m) (one sweep on the path's last
+        variable) where the parent's are still held, else directly in O(k^2 m)."""
+        key = (v, path)
+        held = self.held.get(key)
+        if held is not None:
+            self.held.move_to_end(key)
+            return held
+        c, ws = self.cov, self.partners[v]
+        parent = self.held.get((v, path[:-1])) if path else None
+        if not path:
+            out = (c[v, ws], self.diag[ws], float(c[v, v]))
+        else:
+            idx = np.array(path, dtype=np.int64)
+            inv = self._inverse(idx)
+            to_v = c[v, idx]
+            s2 = float(max(c[v, v] - to_v @ (inv @ to_v), MIN_RESIDUAL * c[v, v]))  # v's residual, as the shrink's
+        j = int(np.searchsorted(ws, path[-1])) if parent is not None else -1
+        if parent is not None and inv[-1, -1] > 0 and parent[1][j] > MIN_RESIDUAL * self.diag[path[-1]]:
+            cross_p, var_p, _ = parent
+            last, before = path[-1], idx[:-1]
+            rc = c[last, ws]  # partial covariances of `last` with the partners, given the path before it
+            if len(before):  # the inverse for `before` from the path's: a Schur complement
+                inv_b = inv[:-1, :-1] - np.outer(inv[:-1, -1], inv[-1, :-1]) / inv[-1, -1]
+                rc = rc - (inv_b @ c[before, last]) @ c[np.ix_(before, ws)]
+            vc = float(var_p[j])
+            out = (cross_p - (cross_p[j] / vc) * rc, var_p - rc * rc / vc, s2)
+        elif path:
+            beta = inv @ to_v
+            rows = c[np.ix_(idx, ws)]  # path x partners
+            out = (c[v, ws] - beta @ rows, self.diag[ws] - np.einsum("ij,ij->j", rows, inv @ rows), s2)
+        self.held[key] = out
+        if len(self.held) > self.room:
+            self.held.popitem(last=False)
+        return out
+
     def _node(self, v: int, path: tuple[int, ...]) -> tuple[list[int], float]:
         """The partners that raise v's score when added to `path`, best first, and v's residual on `path`."""
         node = self.nodes[v].get(path)
         if node is not None:
             return node
-        c = self.cov
-        cands = self.partners[v]
+        cross, var, s2 = self._partials(v, path)
+        ws = self.partners[v]
+        free = np.ones(len(ws), dtype=bool)
         if path:
-            idx = np.array(path, dtype=np.int64)
-            self.free[idx] = False
-            cands = cands[self.free[cands]]
-            self.free[idx] = True
-            inv = self._inverse(idx)
-            to_v = c[v, idx]
-            beta = inv @ to_v
-            s2 = float(max(c[v, v] - to_v @ beta, MIN_RESIDUAL * c[v, v]))
-            rows = c[idx][:, cands]  # path x candidates
-            cross = c[v, cands] - beta @ rows  # partial covariances with v, given the path
-            var = self.diag[cands] - np.einsum("ij,ij->j", rows, inv @ rows)
-        else:
-            s2 = float(c[v, v])
-            cross, var = c[v, cands], self.diag[cands]
+            free[np.searchsorted(ws, np.array(path, dtype=np.int64))] = False
+        cands, cross, var = ws[free], cross[free], var[free]
+        c = self.cov
         # a candidate gains when it explains more than s2 * (1 - e^(-cost/n)) of v's residual (its BIC gain is
         # -n ln(1 - explained / s2) - cost); ranking by what it explains is ranking by gain
         with np.errstate(divide="ignore", invalid="ignore"):
