@@ -150,28 +150,33 @@ class GrowShrinkTrees:
         self.shrunk[v][key] = done
         return done
 
-    def best(self, v: int, pos: list[int], limit: int, x: int = -1,
-             x_in: bool = False) -> tuple[float, tuple[int, ...], list[int]]:
+    def best(self, v: int, pos: list[int], limit: int, x: int = -1, x_in: bool = False) -> Walk:
         """v's local score and parents when its partners placed before `limit` in `pos` may be parents, except
-        that partner `x`, if given, may be one exactly when `x_in`; and the partners the walk looked at. Only a
-        change in whether one of those may be a parent can change the answer."""
+        that partner `x`, if given, may be one exactly when `x_in`; the partners the walk looked at (only a change
+        in whether one of those may be a parent can change the answer); and the first place of those it looked
+        at that might not be parents (len(pos) if none)."""
         path: tuple[int, ...] = ()
         seen: list[int] = []
+        low = len(pos)
         while True:
             ranked, s2 = self._node(v, path)
+            i = 0
             for c in ranked:
-                seen.append(c)
                 if (x_in if c == x else pos[c] < limit):
-                    path = path + (c,)
                     break
-            else:
+                i += 1
+            if i:
+                low = min(low, *map(pos.__getitem__, ranked[:i]))
+            seen += ranked[:i + 1]
+            if i == len(ranked):
                 break
+            path = path + (ranked[i],)
         if not path:
-            return -self.n * math.log(s2), (), seen
-        return (*self._shrink(v, path, s2), seen)
+            return -self.n * math.log(s2), (), seen, low
+        return (*self._shrink(v, path, s2), seen, low)
 
 
-Walk = tuple[float, tuple[int, ...], list[int]]
+Walk = tuple[float, tuple[int, ...], list[int], int]
 
 
 def own_walks(trees: GrowShrinkTrees, x: int, at: list[int]) -> list[tuple[int, Walk]]:
@@ -183,10 +188,9 @@ def own_walks(trees: GrowShrinkTrees, x: int, at: list[int]) -> list[tuple[int, 
     while True:
         walk = trees.best(x, at, g if g <= px else g + 1)
         own.append((g, walk))
-        later = [q for q in (at[c] - (at[c] > px) for c in walk[2]) if q >= g]
-        if not later:
+        if walk[3] == len(at):  # no partner it looked at comes later: the same walk from here on
             return own
-        g = min(later) + 1
+        g = walk[3] - (walk[3] > px) + 1
 
 
 def partners_of(p: int, pairs: np.ndarray | None) -> list[np.ndarray]:
