@@ -11,8 +11,11 @@ sides, which over every pair of 1,000 variables is tens of walks a move, not 2,0
 A local score is Tetrad's SemBicScore (hpc.learners.bic, constants dropped), and a variable's parents under a
 prefix come from a grow-shrink tree (as BOSS's): the grow adds the partner with the best gain while it gains,
 the shrink then removes the parent whose removal gains most while one does. The tree keeps each node's
-partners ranked by gain, so a prefix's parent set is a walk down it. Everything is arithmetic on one
-covariance in a fixed order, so the same input gives the same DAG on any machine with the same numpy.
+partners ranked by gain, so a prefix's parent set is a walk down it. A node's partial covariances come from its
+parent's by one sweep on the variable the path added, where the parent's are still held (a bounded memory of
+recent nodes): a deep tree then costs O(k m) a node, not O(k² m). Everything is arithmetic on one covariance in
+a fixed order (what is held depends only on the calls before), so the same input gives the same DAG on any
+machine with the same numpy.
 """
 
 from __future__ import annotations
