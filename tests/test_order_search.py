@@ -105,3 +105,24 @@ def test_no_pairs_give_no_edges_and_a_copied_column_does_not_break_it():
     assert (0, 12) in edges(dag) or (12, 0) in edges(dag)
     names = tuple(f"v{i}" for i in range(13))
     assert dag_to_cpdag(PDAG(names, dag)).p == 13  # acyclic: a CPDAG exists
+
+
+def test_a_nodes_partials_from_its_parents_are_the_direct_ones():
+    """Down a deep path, each node's partials derived from its parent's by one sweep equal those computed from
+    the covariance directly (a fresh tree holds no parent, so it derives them directly)."""
+    from hpc.learners.order_search import GrowShrinkTrees, partners_of
+
+    x = standardised("sf", 80, 104)
+    cov, p = np.cov(x, rowvar=False), x.shape[1]
+    partners = partners_of(p, None)
+    swept = GrowShrinkTrees(cov, x.shape[0], 2.0, partners)
+    v, path = 0, ()
+    swept._partials(v, path)
+    for c in np.random.default_rng(3).permutation(np.arange(1, p))[:30]:
+        path = path + (int(c),)
+        derived = swept._partials(v, path)
+        direct = GrowShrinkTrees(cov, x.shape[0], 2.0, partners)._partials(v, path)
+        assert (v, path[:-1]) in swept.held  # the parent's were there to derive from
+        np.testing.assert_allclose(derived[0], direct[0], atol=1e-10)
+        np.testing.assert_allclose(derived[1], direct[1], atol=1e-10)
+        assert derived[2] == direct[2]  # the residual itself is always derived directly, as the shrink's
