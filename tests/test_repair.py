@@ -290,3 +290,19 @@ def test_the_repair_starts_no_round_whose_every_block_is_too_wide():
     graph, account = run_step(Repair(RepairConfig(pairs=13)), x, fused, clusters)  # 9 variables: small, not sparse
     assert graph == fused and account["rounds"] == [] and "repair.pairs 13 candidate pairs" in account["stopped"]
     assert changes_note("repair", account) == "repair: the graph is kept as it was"
+
+
+def test_the_boss_engine_is_the_order_search_over_the_candidate_pairs_from_the_fused_order():
+    from hpc.graphs.equivalence import pdag_to_dag, topological_order
+    from hpc.learners.order_search import order_search
+    from hpc.pef.partition import standardize
+
+    x, dag, clusters = planted_cross_edges()
+    fused = dag_to_cpdag(dag.with_edges(dag.directed[((dag.directed[:, 0] < 6) == (dag.directed[:, 1] < 6))
+                                                     | (dag.directed[:, 0] == 2)]))
+    graph, account = run_step(Repair(RepairConfig(rounds=1, engine="boss")), x, fused, clusters)
+    z = standardize(x, np.float64)  # what the chain's searches see
+    by_hand = order_search(np.cov(z, rowvar=False), len(z), 2.0, topological_order(pdag_to_dag(fused, strict=False)),
+                           candidate_pairs(fused))
+    assert graph == dag_to_cpdag(fused.with_edges(by_hand, np.empty((0, 2), dtype=np.int64)))
+    assert account["engine"] == "boss" and graph != fused

@@ -21,28 +21,36 @@ Where the fused graph is dense the halo is what a block costs: on a modular 2,00
 candidate pairs per variable, 155 core variables reached 800 others, and one block's search took minutes.
 With `upto`, each block is cut into parts whose search, halo counted, holds at most that many variables
 (split_by_halo), as the polish cuts its searches.
+
+`engine` "boss" runs each block's search as hpc.learners.order_search instead: BOSS over every candidate pair
+among the block's columns, started from the graph's order. It takes 35-65 % of the fGES repair's seconds and
+was as accurate on mosaic, sbm and Alarm-1000, but less on ws and Alarm-10000 (BENCHMARKS.md, "The repair's
+engine"), so fGES stays the default. fGES's bounds on a search's size (`wide`) do not apply to it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from hpc.checks import check_number
+from hpc.errors import PsleError
 from hpc.learners.ensemble import MemberRun
 from hpc.pef.candidates import candidate_pairs
 from hpc.pef.parts import pack_walk
 from hpc.pef.step import Chain, Step, StepMemory, searches
 from hpc.store import canonical
-from hpc.graphs.equivalence import dag_to_cpdag, is_acyclic, pdag_to_dag, reaches
+from hpc.graphs.equivalence import dag_to_cpdag, is_acyclic, pdag_to_dag, reaches, topological_order
 from hpc.graphs.metrics import marks
 from hpc.graphs.pdag import PDAG
 
 #: The repair's runner in the JVM worker (hpc.learners.tetrad).
 RUNNER = "hpc.learners.tetrad:run_fges_bounded"
+#: The searches a repair may run (RepairConfig.engine).
+ENGINES = ("fges", "boss")
 #: Largest block one repair search covers; problems up to this size are repaired in one search. On
 #: Alarm-10000 seed 100 (tuning; no test seed) blocks of 500, 1,000 and 2,000 gave SHD 3,853, 3,847 and
 #: 3,850 with 49, 101 and 256 s of repair; on Alarm-1000 seed 100 blocks of 500 gave SHD 296 against 295
@@ -72,8 +80,15 @@ class RepairConfig:
     # bound. The fused graphs of seed 100 (tuning) at 1,000 variables have 4,509 (Alarm) to 13,827 (sf) pairs,
     # and 20,885 on layer, whose one search ran past 40 minutes (BENCHMARKS.md, "Large modules").
     pairs: int = 20_000
+    # The search: "fges" (Tetrad's, from the graph so far) or "boss" (hpc.learners.order_search over the candidate
+    # pairs, from the graph's order). On seeds 100-102 (tuning) at 1,000 variables "boss" gave SHD 4,400 against
+    # 4,345 summed over ws, mosaic, sbm and Alarm, in 35-65 % of the repair's seconds; on Alarm-10000 seed 100
+    # 2,963 against 2,829 (45 s of repair against 132).
+    engine: str = "fges"
 
     def validate(self) -> None:
+        if self.engine not in ENGINES:
+            raise PsleError(f"repair.engine: {self.engine!r}; known: {', '.join(ENGINES)}")
         check_number("repair.rounds", self.rounds, 0, 20, integer=True)
         check_number("repair.penalty", self.penalty, 1.0, 1000.0)
         check_number("repair.block", self.block, 10, 10_000_000, integer=True)
@@ -158,6 +173,7 @@ class Block:
     directed: np.ndarray
     undirected: np.ndarray
     pairs: np.ndarray | None
+    order: np.ndarray | None = None  # an order search's start (local indices); None: fGES from the start graph
 
 
 def block_search(graph: PDAG, pairs: np.ndarray, core: np.ndarray) -> Block:
@@ -171,6 +187,17 @@ def block_search(graph: PDAG, pairs: np.ndarray, core: np.ndarray) -> Block:
     local[columns] = np.arange(len(columns))
     sub = graph.subgraph(columns)
     return Block(columns, len(core), sub.directed, sub.undirected, local[mine])
+
+
+def order_block(graph: PDAG, rank: np.ndarray, pairs: np.ndarray, core: np.ndarray) -> Block:
+    """The order search over `core` and its halo, from `graph`'s order (`rank`: each variable's place in it): every
+    candidate pair among its columns, so a halo variable is scored with its own parents there."""
+    block = block_search(graph, pairs, core)
+    local = np.full(graph.p, -1, dtype=np.int64)
+    local[block.columns] = np.arange(len(block.columns))
+    mine = local[pairs]
+    return replace(block, pairs=mine[(mine >= 0).all(axis=1)],
+                   order=np.argsort(rank[block.columns], kind="stable"))
 
 
 def join_blocks(graph: PDAG, blocks: list[Block], results: list[tuple[np.ndarray, np.ndarray] | None]) -> PDAG:
@@ -228,20 +255,41 @@ def wide(block: Block, config: RepairConfig) -> bool:
 
 def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | None,
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """One block's search in this process's JVM worker (a dask task), with the `knowledge` about its columns
-    (hpc.graphs.knowledge's indexed form); None when the user's wall limit `until` (`time.time()`, the same
+    """One block's search (fGES, or the order search where the block has a start order) in this process's worker
+    (a dask task), with the `knowledge` about its columns (hpc.graphs.knowledge's indexed form); None when the user's wall limit `until` (`time.time()`, the same
     on every worker whenever the task starts) passed first."""
     from hpc.learners.ensemble import remaining
+    from hpc.learners.order_search import RUNNER as ORDER_RUNNER
     from hpc.learners.worker import call_within
 
+    if block.order is not None:
+        dag = call_within(ORDER_RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
+                                         "order": block.order, "pairs": block.pairs,
+                                         **({"knowledge": knowledge} if knowledge else {})}, remaining(None, until))
+        if dag is None:
+            return None
+        found = dag_to_cpdag(PDAG(tuple(map(str, range(len(block.columns)))), dag))
+        return found.directed, found.undirected
     return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
                                 "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
                                 **({"knowledge": knowledge} if knowledge else {})},
                        remaining(None, until))
 
 
+def round_blocks(graph: PDAG, pairs: np.ndarray, parts: list[np.ndarray],
+                 config: RepairConfig) -> tuple[list[Block], list[int]]:
+    """A round's searches over `parts` from `graph`, and which of them run (fGES leaves out the wide ones)."""
+    if config.engine == "boss":
+        rank = np.empty(graph.p, dtype=np.int64)
+        rank[topological_order(pdag_to_dag(graph, strict=False))] = np.arange(graph.p)
+        blocks = [order_block(graph, rank, pairs, core) for core in parts]
+        return blocks, list(range(len(blocks)))
+    blocks = [block_search(graph, pairs, core) for core in parts]
+    return blocks, [b for b, block in enumerate(blocks) if not wide(block, config)]
+
+
 class Repair(Step):
-    """Up to `rounds` rounds of bounded fGES over all variables (in blocks of the partition's clusters),
+    """Up to `rounds` rounds of bounded fGES (or BOSS) over all variables (in blocks of the partition's clusters),
     until a round changes nothing; each finished round is kept in the checkpoint."""
 
     name, Config = "repair", RepairConfig
@@ -255,7 +303,8 @@ class Repair(Step):
         settings = canonical([chain.settings, asdict(config)])
         states, rounds = [graph], []
         stopped = None
-        while (stored := memory.get(len(states), {"method": "fges-repair", "settings": settings,
+        method = f"{config.engine}-repair"
+        while (stored := memory.get(len(states), {"method": method, "settings": settings,
                                                   "round": len(states)})) is not None:
             states.append(graph.with_edges(stored.directed, stored.undirected))
             rounds.append({"round": len(states) - 1, "seconds": round(stored.seconds, 3), "resumed": True})
@@ -270,8 +319,7 @@ class Repair(Step):
                 parts = [part for core in cores for part in split_by_halo(core, partners, config.upto)]
             else:
                 parts = cores
-            blocks = [block_search(states[-1], pairs, core) for core in parts]
-            run = [b for b, block in enumerate(blocks) if not wide(block, config)]
+            blocks, run = round_blocks(states[-1], pairs, parts, config)
             if not run:
                 stopped = (f"every block's search holds over repair.pairs {config.pairs:,} candidate pairs, or over "
                            f"repair.block {config.block} variables, halo counted, and repair.block_pairs "
@@ -289,11 +337,12 @@ class Repair(Step):
                 results[run[t]] = result
             states.append(join_blocks(states[-1], blocks, results))
             spent = time.perf_counter() - begin
-            memory.put(len(states) - 1, MemberRun({"method": "fges-repair", "settings": settings,
+            memory.put(len(states) - 1, MemberRun({"method": method, "settings": settings,
                                                    "round": len(states) - 1}, "ok", states[-1].directed,
                                                   states[-1].undirected, None, spent))
             rounds.append({"round": len(states) - 1, "blocks": len(run), "candidate_pairs": int(len(pairs)),
                            "seconds": round(spent, 3), **({"wide_blocks": len(blocks) - len(run)}
                                                           if len(run) < len(blocks) else {})})
-        return states[-1], {**changes(graph, states[-1]), "penalty": config.penalty, "rounds": rounds,
+        return states[-1], {**changes(graph, states[-1]), "engine": config.engine, "penalty": config.penalty,
+                            "rounds": rounds,
                             **({"stopped": stopped} if stopped else {})}
