@@ -293,7 +293,8 @@ class Repair(Step):
     until a round changes nothing; each finished round is kept in the checkpoint."""
 
     name, Config = "repair", RepairConfig
-    doc = "fGES over all variables from the fused graph, new edges only between pairs at most two steps apart"
+    doc = ("fGES (or BOSS, with engine=boss) over all variables from the fused graph, new edges only between pairs "
+           "at most two steps apart")
 
     def enabled(self) -> bool:
         return self.config.rounds > 0
