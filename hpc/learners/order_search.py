@@ -82,9 +82,7 @@ class GrowShrinkTrees:
             out = (c[v, ws], self.diag[ws], float(c[v, v]))
         else:
             idx = np.array(path, dtype=np.int64)
-            inv = self._inverse(idx)
-            to_v = c[v, idx]
-            s2 = float(max(c[v, v] - to_v @ (inv @ to_v), MIN_RESIDUAL * c[v, v]))  # v's residual, as the shrink's
+            inv, beta, s2 = self._fit(v, idx)
         j = int(np.searchsorted(ws, path[-1])) if parent is not None else -1
         if parent is not None and inv[-1, -1] > 0 and parent[1][j] > MIN_RESIDUAL * self.diag[path[-1]]:
             cross_p, var_p, _ = parent
@@ -96,9 +94,7 @@ class GrowShrinkTrees:
             vc = float(var_p[j])
             out = (cross_p - (cross_p[j] / vc) * rc, var_p - rc * rc / vc, s2)
         elif path:
-            beta = inv @ to_v
-            rows = c[np.ix_(idx, ws)]  # path x partners
-            out = (c[v, ws] - beta @ rows, self.diag[ws] - np.einsum("ij,ij->j", rows, inv @ rows), s2)
+            out = (*self._given(v, idx, inv, beta, ws), s2)
         self.held[key] = out
         if len(self.held) > self.room:
             self.held.popitem(last=False)
@@ -115,12 +111,24 @@ class GrowShrinkTrees:
         self.free[idx] = False
         cands = cands[self.free[cands]]
         self.free[idx] = True
+        inv, beta, s2 = self._fit(v, idx)
+        return (cands, *self._given(v, idx, inv, beta, cands), s2)
+
+    def _fit(self, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """The inverse of the path `idx`'s covariance block, v's coefficients on it and v's residual (as the
+        shrink's)."""
+        c = self.cov
         inv = self._inverse(idx)
         to_v = c[v, idx]
         beta = inv @ to_v
-        s2 = float(max(c[v, v] - to_v @ beta, MIN_RESIDUAL * c[v, v]))
-        rows = c[idx][:, cands]  # path x candidates
-        return cands, c[v, cands] - beta @ rows, self.diag[cands] - np.einsum("ij,ij->j", rows, inv @ rows), s2
+        return inv, beta, float(max(c[v, v] - to_v @ beta, MIN_RESIDUAL * c[v, v]))
+
+    def _given(self, v: int, idx: np.ndarray, inv: np.ndarray, beta: np.ndarray,
+               cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The partial covariances with v and the partial variances of `cols`, given the path `idx` (`_fit`'s
+        inverse and coefficients), in O(k^2 m)."""
+        rows = self.cov[np.ix_(idx, cols)]  # path x cols
+        return self.cov[v, cols] - beta @ rows, self.diag[cols] - np.einsum("ij,ij->j", rows, inv @ rows)
 
     def _node(self, v: int, path: tuple[int, ...]) -> tuple[list[int], float]:
         """The partners that raise v's score when added to `path`, best first, and v's residual on `path`."""
