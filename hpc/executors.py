@@ -50,6 +50,18 @@ def allocated_cpus() -> int:
     return cpus
 
 
+class Begun(Protocol):
+    """Work begun ahead of its turn (`Executor.start`)."""
+
+    def result(self) -> Any:
+        """Its result, waited for."""
+        ...
+
+    def stop(self) -> None:
+        """Its result is not wanted: free its worker (the learner requests it makes end within STOP_POLL)."""
+        ...
+
+
 class Executor(Protocol):
     """What learners, PEF and Auto-SLE need from a place to run work."""
 
@@ -67,9 +79,9 @@ class Executor(Protocol):
         gives None."""
         ...
 
-    def start(self, fn: Callable, args: tuple) -> Callable[[], Any]:
-        """`fn(*args)` begun now where a worker is free (later where none is), and a call that waits for its
-        result: work that depends only on the data can run beside the steps in front of it."""
+    def start(self, fn: Callable, args: tuple) -> Begun:
+        """`fn(*args)` begun now where a worker is free (later where none is): work that depends only on the
+        data can run beside the steps in front of it, and be stopped if its result turns out not to be wanted."""
         ...
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any: ...
@@ -137,9 +149,9 @@ class SerialExecutor:
             key, args = task
             yield key, fn(*args)
 
-    def start(self, fn: Callable, args: tuple) -> Callable[[], Any]:
+    def start(self, fn: Callable, args: tuple) -> Begun:
         """Here nothing runs beside: the work is done when its result is asked for."""
-        return lambda: fn(*args)
+        return Deferred(fn, args)
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         return obj
@@ -251,10 +263,14 @@ class DaskExecutor(SerialExecutor):
             if running and self.client.status == "running":
                 self.client.cancel(list(running))
 
-    def start(self, fn: Callable, args: tuple) -> Callable[[], Any]:
-        """Submitted now, behind every task handed over later (a step's own tasks go first when both wait)."""
-        future = self._submit(fn, args, priority=-1)
-        return lambda: self._result(future)
+    def start(self, fn: Callable, args: tuple) -> Begun:
+        """Submitted now, behind every task handed over later (a step's own tasks go first when both wait); its
+        stop is a dask Event the task's learner requests look at."""
+        from dask.distributed import Event
+
+        event = Event(client=self.client)
+        future = self._submit(stoppable, (fn, event.name, *args), priority=-1)
+        return DaskBegun(self, future, event)
 
     def _submit(self, fn: Callable, args: tuple, **options: Any) -> Any:
         return self.client.submit(located, fn, *args, pure=False, **options)
@@ -311,6 +327,46 @@ def announce_dashboard(executor: SerialExecutor) -> None:
         link = link.replace("127.0.0.1", node).replace("localhost", node) + \
             f" (from the login node: ssh -N -L {port}:{node}:{port} <login node>, then http://localhost:{port})"
     print(f"psle: dask dashboard at {link}", file=sys.stderr)
+
+
+@dataclass
+class Deferred:
+    """Begun work that runs only when its result is asked for (an executor with nothing beside)."""
+
+    fn: Callable
+    args: tuple
+
+    def result(self) -> Any:
+        return self.fn(*self.args)
+
+    def stop(self) -> None:
+        """Nothing ran, so nothing to stop."""
+
+
+@dataclass
+class DaskBegun:
+    """A task begun on a dask worker, and the Event that stops it."""
+
+    executor: DaskExecutor
+    future: Any
+    event: Any
+
+    def result(self) -> Any:
+        return self.executor._result(self.future)
+
+    def stop(self) -> None:
+        self.event.set()
+        self.future.cancel()
+
+
+def stoppable(fn: Callable, event: str, *args: Any) -> Any:
+    """fn(*args) on a dask worker, its learner requests ended once the Event named `event` is set."""
+    from dask.distributed import Event
+
+    from hpc.learners.worker import stop_when
+
+    with stop_when(Event(event).is_set):
+        return fn(*args)
 
 
 def located(fn: Callable, *args: Any) -> tuple[str, float, Any]:

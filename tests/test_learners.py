@@ -18,7 +18,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners import FGES, PCStable, member_from_spec
 from hpc.learners.bic import bic, covariance, local_scores
 from hpc.learners.members import BOSS, GRaSP, LearnerError
-from hpc.learners.worker import TetradWorker
+from hpc.learners.worker import TetradWorker, stop_when
 from tests.endless import endless_blocks
 from tests.processes import cpu_seconds, running
 
@@ -245,6 +245,47 @@ def test_time_limit_stops_the_search_and_leaves_no_jvm():
     worker.kill()
 
 
+
+
+@pytest.mark.slow
+def test_a_stop_check_ends_the_search_as_a_time_limit_does():
+    # Work begun ahead of its turn is stopped when its result turns out not to be wanted: the search (years long,
+    # tests/endless.py) ends at the check's second look, with no time limit at all, and its JVM goes with it.
+    x, variables = endless_blocks()
+    worker = TetradWorker()
+    worker.call("hpc.learners.jvm:start_jvm", {})
+    pid = worker.pid
+    looks = []
+
+    def wanted_no_more() -> bool:
+        looks.append(1)
+        return len(looks) == 2
+
+    with stop_when(wanted_no_more):
+        m = FGES(penalty=1, worker=worker).fit(x, variables)
+    assert m.status_ == "timed out" and m.graph_ is None and len(looks) == 2
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    small = benchmark_problem(30, 0, 200, network="asia")  # the next fit, with no check, gets a fresh worker
+    assert FGES(worker=worker).fit(small.data, small.variables).status_ == "ok"
+    worker.kill()
+
+
+@pytest.mark.slow
+def test_work_begun_on_a_dask_worker_is_stopped_and_frees_it():
+    from hpc.executors import DaskExecutor
+    from hpc.learners.ensemble import run_member
+
+    x, variables = endless_blocks()
+    with DaskExecutor(n_workers=1) as executor:
+        begun = executor.start(run_member, ({"method": "fges", "penalty": 1.0}, covariance(x), 1000, variables))
+        deadline = time.monotonic() + 300  # a hang guard: the worker takes the task up at once
+        while not any(executor.client.run(lambda dask_worker: len(dask_worker.state.executing)).values()):
+            assert time.monotonic() < deadline, "the begun search never started"
+            time.sleep(0.2)
+        begun.stop()
+        # one worker: the next task runs only once the endless search has ended
+        assert executor.client.submit(abs, -3, pure=False).result(timeout=300) == 3
 
 
 @pytest.mark.slow

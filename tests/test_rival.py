@@ -125,7 +125,7 @@ class Begun:
     def __init__(self):
         from hpc.executors import SerialExecutor
 
-        self.inner, self.begun, self.run_tasks = SerialExecutor(), [], 0
+        self.inner, self.begun, self.stopped, self.run_tasks = SerialExecutor(), [], [], 0
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -139,12 +139,15 @@ class Begun:
 
     def start(self, fn, args):
         self.begun.append(args[0])
-        return self.inner.start(fn, args)
+        begun = self.inner.start(fn, args)
+        stop = begun.stop
+        begun.stop = lambda: (self.stopped.append(args[0]), stop())
+        return begun
 
 
 @pytest.mark.jvm
 @pytest.mark.slow
-def test_the_rival_begins_beside_the_repair_where_the_fused_graph_passes_its_gate_and_gives_the_same_graph():
+def test_the_rival_begins_beside_the_repair_and_is_stopped_where_it_does_not_apply_the_graph_the_same():
     from hpc.executors import DaskExecutor
 
     problem = benchmark_problem(120, 2, graph="er")
@@ -158,10 +161,12 @@ def test_the_rival_begins_beside_the_repair_where_the_fused_graph_passes_its_gat
     begun = Begun()
     early = fit(begun)
     assert [spec["method"] for spec in begun.begun] == ["boss-every-pair"]  # begun before the repair, once
+    assert begun.stopped == []
     assert begun.run_tasks == fit(Begun(), **{"rival.upto": 0}).executor.run_tasks  # the rival was no task of `run`
     assert early.graph_ == serial.graph_ and early.steps_["rival"]["kept"] == serial.steps_["rival"]["kept"]
-    blocks = Begun()  # a gate no fused graph passes: nothing begins, and the step is left out as before
-    assert fit(blocks, **{"rival.crossing": 1.0}).steps_["rival"]["skipped"] and blocks.begun == []
+    blocks = Begun()  # a gate no repaired graph passes: begun all the same, then stopped, and the step left out
+    assert fit(blocks, **{"rival.crossing": 1.0}).steps_["rival"]["skipped"]
+    assert blocks.stopped == blocks.begun and len(blocks.begun) == 1
     with DaskExecutor(n_workers=2) as executor:  # on real workers it runs beside the repair: the same graph
         assert fit(executor).graph_ == serial.graph_
 

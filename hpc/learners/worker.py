@@ -21,10 +21,14 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PSLE_WORKER_PARENT"
+#: Seconds between two looks at a stop check (`stop_when`) while a request runs.
+STOP_POLL = 1.0
 
 
 class WorkerTimeout(Exception):
@@ -93,10 +97,18 @@ class TetradWorker:
         buf = bytearray()
         need = _HEADER.size
         have_header = False
+        stop = getattr(_local, "stop", None)
         while len(buf) < need:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if stop is not None:
+                wait = STOP_POLL if wait is None else min(wait, STOP_POLL)
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
+                if stop is not None and stop():
+                    self.kill()
+                    raise WorkerTimeout("stopped: its result is no longer wanted")
+                if deadline is None or time.monotonic() < deadline:
+                    continue
                 self.kill()
                 raise WorkerTimeout(f"no result within {timeout:g} s")
             chunk = os.read(fd, max(need - len(buf), 1 << 16))
@@ -136,6 +148,19 @@ def default_worker() -> TetradWorker:
         worker = _local.worker = TetradWorker()
         atexit.register(worker.kill)
     return worker
+
+
+@contextmanager
+def stop_when(check: Callable[[], bool]) -> Iterator[None]:
+    """Requests this thread makes inside look at `check` every STOP_POLL seconds and end, as if their time ran
+    out, once it says True: work begun ahead of its turn (hpc.executors' `start`) is stopped when its result
+    turns out not to be wanted, instead of holding a worker until it ends."""
+    before = getattr(_local, "stop", None)
+    _local.stop = check
+    try:
+        yield
+    finally:
+        _local.stop = before
 
 
 def call_within(function: str, kwargs: dict[str, Any], limit: float | None) -> Any:

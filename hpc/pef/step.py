@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hpc.errors import PsleError
+from hpc.executors import Begun
 from hpc.graphs.equivalence import pdag_to_dag, topological_order
 from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
@@ -51,8 +52,8 @@ class Chain:
     knowledge: Knowledge | None
     memory: RunCheckpoint | None
     settings: str  # fusion's settings: what every step's checkpointed results are valid under
-    # work begun before its step's turn (Step.ahead), by step name: each a call that waits for the result
-    early: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    # work begun before its step's turn (Step.ahead), by step name; stopped if the step then does not apply
+    early: dict[str, Begun] = field(default_factory=dict)
     fused: PDAG | None = None  # fusion's graph, which the steps' own searches may start from (set by run_chain)
 
     @cached_property
@@ -116,8 +117,9 @@ class Step:
 
     def ahead(self, chain: Chain, memory: StepMemory) -> None:
         """Begin, on the fused graph and before any step runs, work of this step that depends only on the data,
-        so that it runs beside the steps in front (into `chain.early`); the default begins nothing. What the
-        step then does must not depend on whether this ran: the graph stays the same on any executor."""
+        so that it runs beside the steps in front (into `chain.early`; stopped if the step then does not apply);
+        the default begins nothing. What the step then does must not depend on whether this ran: the graph
+        stays the same on any executor."""
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         raise NotImplementedError
@@ -154,8 +156,11 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
             continue
         reason = step.applies(chain)
         if reason is not None:
+            begun = chain.early.pop(step.name, None)
+            if begun is not None:
+                begun.stop()
             accounts[step.name] = {"skipped": reason}
-            chain.show.note(f"{step.name}: not run ({reason})")
+            chain.show.note(f"{step.name}: not run ({reason})" + ("; what it had begun is stopped" if begun else ""))
             continue
         with timed(step.name):
             begin = time.perf_counter()
@@ -166,7 +171,9 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
         chain.show.note(changes_note(step.name, account))
         chain.graph = graph
         accounts[step.name] = account
-    chain.early.clear()  # begun for a step that then did not apply: nobody waits for it
+    for begun in chain.early.values():  # begun for a step that never took it: nobody waits for it
+        begun.stop()
+    chain.early.clear()
     return accounts
 
 
