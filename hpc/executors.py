@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hpc.errors import PsleError
+from hpc.stopping import stop_when
 
 LOCAL_TCP_TIMEOUT = "600s"
 #: How often a drawn run looks again for workers that joined (SLURM jobs start when they start).
@@ -58,7 +59,7 @@ class Begun(Protocol):
         ...
 
     def stop(self) -> None:
-        """Its result is not wanted: free its worker (the learner requests it makes end within STOP_POLL)."""
+        """Its result is not wanted: free its worker (the learner requests it makes look at hpc.stopping every second)."""
         ...
 
 
@@ -362,8 +363,6 @@ class DaskBegun:
 def stoppable(fn: Callable, event: str, *args: Any) -> Any:
     """fn(*args) on a dask worker, its learner requests ended once the Event named `event` is set."""
     from dask.distributed import Event
-
-    from hpc.learners.worker import stop_when
 
     with stop_when(Event(event).is_set):
         return fn(*args)

@@ -8,7 +8,8 @@ import hpc
 
 #: Bottom to top; a module's layer is its first component under hpc/ (a package or a module).
 LAYERS = [
-    {"__init__", "errors", "atomic", "jsontext", "checks", "progress", "resources", "container", "store", "fetch"},
+    {"__init__", "errors", "atomic", "jsontext", "checks", "progress", "resources", "container", "store", "fetch",
+     "stopping"},
     {"executors"}, {"graphs"}, {"data"}, {"learners"}, {"select"}, {"pef"}, {"train"}, {"run", "results", "bootstrap", "api"},
     {"report"}, {"launch"}, {"cli"},
 ]

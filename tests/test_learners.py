@@ -18,7 +18,8 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners import FGES, PCStable, member_from_spec
 from hpc.learners.bic import bic, covariance, local_scores
 from hpc.learners.members import BOSS, GRaSP, LearnerError
-from hpc.learners.worker import TetradWorker, stop_when
+from hpc.learners.worker import TetradWorker
+from hpc.stopping import stop_when
 from tests.endless import endless_blocks
 from tests.processes import cpu_seconds, running
 

@@ -21,13 +21,13 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import IO, Any
+
+from hpc.stopping import stop_check
 
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PSLE_WORKER_PARENT"
-#: Seconds between two looks at a stop check (`stop_when`) while a request runs.
+#: Seconds between two looks at the thread's stop check (hpc.stopping) while a request runs.
 STOP_POLL = 1.0
 
 
@@ -97,7 +97,7 @@ class TetradWorker:
         buf = bytearray()
         need = _HEADER.size
         have_header = False
-        stop = getattr(_local, "stop", None)
+        stop = stop_check()  # work begun ahead may be stopped while it waits (hpc.stopping)
         while len(buf) < need:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             if stop is not None:
@@ -148,19 +148,6 @@ def default_worker() -> TetradWorker:
         worker = _local.worker = TetradWorker()
         atexit.register(worker.kill)
     return worker
-
-
-@contextmanager
-def stop_when(check: Callable[[], bool]) -> Iterator[None]:
-    """Requests this thread makes inside look at `check` every STOP_POLL seconds and end, as if their time ran
-    out, once it says True: work begun ahead of its turn (hpc.executors' `start`) is stopped when its result
-    turns out not to be wanted, instead of holding a worker until it ends."""
-    before = getattr(_local, "stop", None)
-    _local.stop = check
-    try:
-        yield
-    finally:
-        _local.stop = before
 
 
 def call_within(function: str, kwargs: dict[str, Any], limit: float | None) -> Any:
