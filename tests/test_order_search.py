@@ -108,8 +108,8 @@ def test_no_pairs_give_no_edges_and_a_copied_column_does_not_break_it():
 
 
 def test_a_nodes_partials_from_its_parents_are_the_direct_ones():
-    """Down a deep path, each node's partials derived from its parent's by one sweep equal those computed from
-    the covariance directly (a fresh tree holds no parent, so it derives them directly)."""
+    """Down a deep path, each node's partials, residual and path inverse derived from its parent's by one sweep
+    equal those computed from the covariance directly (a fresh tree holds no parent, so it derives them directly)."""
     from hpc.learners.order_search import GrowShrinkTrees, partners_of
 
     x = standardised("sf", 80, 104)
@@ -125,4 +125,6 @@ def test_a_nodes_partials_from_its_parents_are_the_direct_ones():
         assert (v, path[:-1]) in swept.held  # the parent's were there to derive from
         np.testing.assert_allclose(derived[0], direct[0], atol=1e-10)
         np.testing.assert_allclose(derived[1], direct[1], atol=1e-10)
-        assert derived[2] == direct[2]  # the residual itself is always derived directly, as the shrink's
+        assert derived[2] == pytest.approx(direct[2], rel=1e-12)
+        held = swept.held[(v, path)]  # and the path's inverse, updated from the parent's, is the direct one
+        np.testing.assert_allclose(held.inv, np.linalg.inv(cov[np.ix_(path, path)]), rtol=1e-9, atol=1e-9)

@@ -12,8 +12,9 @@ A local score is Tetrad's SemBicScore (hpc.learners.bic, constants dropped), and
 prefix come from a grow-shrink tree (as BOSS's): the grow adds the partner with the best gain while it gains,
 the shrink then removes the parent whose removal gains most while one does. The tree keeps each node's
 partners ranked by gain, so a prefix's parent set is a walk down it. A node's partial covariances come from its
-parent's by one sweep on the variable the path added, where the parent's are still held (a bounded memory of
-recent nodes): a deep tree then costs O(k m) a node, not O(k² m). Everything is arithmetic on one covariance in
+parent's by one sweep on the variable the path added, and the path's inverse from the parent's by a block update,
+where the parent's are still held (a bounded memory of recent nodes): a deep tree then costs O(k m) a node, not
+O(k² m) and an inversion. Everything is arithmetic on one covariance in
 a fixed order (what is held depends only on the calls before), so the same input gives the same DAG on any
 machine with the same numpy.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,6 +44,22 @@ SWEEP_FROM = 256
 MAX_PASSES = 50
 
 
+@dataclass(frozen=True)
+class Held:
+    """A tree node's partials over its variable's partners (`cross`: partial covariances with it, `var`: partial
+    variances; both 0 for the path's own variables), its residual on the node's path (not floored) and the inverse
+    of the path's covariance block."""
+
+    cross: np.ndarray
+    var: np.ndarray
+    s2: float
+    inv: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.cross.nbytes + self.var.nbytes + self.inv.nbytes
+
+
 class GrowShrinkTrees:
     """Each variable's grow-shrink tree over `cov`: `best(v, ...)` is v's local score and parent set when only
     its partners in a given prefix of the order may be parents. Nodes and shrinks are cached for the search."""
@@ -53,9 +71,9 @@ class GrowShrinkTrees:
         self.nodes: list[dict[tuple[int, ...], tuple[list[int], float]]] = [{} for _ in partners]
         self.shrunk: list[dict[tuple[int, ...], tuple[float, tuple[int, ...]]]] = [{} for _ in partners]
         self.free = np.ones(cov.shape[0], dtype=bool)  # scratch: which variables are off the current path
-        # the partials of recent nodes (_partials), oldest first, in at most HELD_BYTES
-        self.held: OrderedDict[tuple[int, tuple[int, ...]], tuple[np.ndarray, np.ndarray, float]] = OrderedDict()
-        self.room = max(64, HELD_BYTES // (16 * max(1, max(map(len, partners), default=1))))
+        # what recent nodes' children are derived from (_partials), oldest first, in at most HELD_BYTES
+        self.held: OrderedDict[tuple[int, tuple[int, ...]], Held] = OrderedDict()
+        self.held_bytes = 0
         self.diag = np.ascontiguousarray(np.diag(cov))
         self.needed = -math.expm1(-self.cost / n)  # the share of a residual a parent must explain to gain
 
@@ -70,35 +88,51 @@ class GrowShrinkTrees:
     def _partials(self, v: int, path: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, float]:
         """Over v's partners: their partial covariances with v and their partial variances given `path`, and
         v's residual on `path`. A child's come from its parent's in O(k m) (one sweep on the path's last
-        variable) where the parent's are still held, else directly in O(k^2 m)."""
+        variable, and the path's inverse from the parent's by a block update) where the parent's are still
+        held, else directly in O(k^2 m)."""
         key = (v, path)
         held = self.held.get(key)
-        if held is not None:
-            self.held.move_to_end(key)
-            return held
-        c, ws = self.cov, self.partners[v]
-        parent = self.held.get((v, path[:-1])) if path else None
-        if not path:
-            out = (c[v, ws], self.diag[ws], float(c[v, v]))
+        if held is None:
+            held = self._derived(v, path)
+            self.held[key] = held
+            self.held_bytes += held.nbytes
+            while self.held_bytes > HELD_BYTES and len(self.held) > 1:
+                self.held_bytes -= self.held.popitem(last=False)[1].nbytes
         else:
-            idx = np.array(path, dtype=np.int64)
-            inv, beta, s2 = self._fit(v, idx)
-        j = int(np.searchsorted(ws, path[-1])) if parent is not None else -1
-        if parent is not None and inv[-1, -1] > 0 and parent[1][j] > MIN_RESIDUAL * self.diag[path[-1]]:
-            cross_p, var_p, _ = parent
-            last, before = path[-1], idx[:-1]
-            rc = c[last, ws]  # partial covariances of `last` with the partners, given the path before it
-            if len(before):  # the inverse for `before` from the path's: a Schur complement
-                inv_b = inv[:-1, :-1] - np.outer(inv[:-1, -1], inv[-1, :-1]) / inv[-1, -1]
-                rc = rc - (inv_b @ c[before, last]) @ c[np.ix_(before, ws)]
-            vc = float(var_p[j])
-            out = (cross_p - (cross_p[j] / vc) * rc, var_p - rc * rc / vc, s2)
-        elif path:
-            out = (*self._given(v, idx, inv, beta, ws), s2)
-        self.held[key] = out
-        if len(self.held) > self.room:
-            self.held.popitem(last=False)
-        return out
+            self.held.move_to_end(key)
+        return held.cross, held.var, max(held.s2, MIN_RESIDUAL * float(self.cov[v, v]))
+
+    def _derived(self, v: int, path: tuple[int, ...]) -> Held:
+        """`_partials`' node, from its parent's where that is held and the added variable is not (nearly) a
+        combination of the path before it, else from the covariance."""
+        c, ws = self.cov, self.partners[v]
+        if not path:
+            return Held(c[v, ws], self.diag[ws], float(c[v, v]), np.empty((0, 0)))
+        parent = self.held.get((v, path[:-1]))
+        last = path[-1]
+        j = int(np.searchsorted(ws, last))
+        if parent is not None and parent.var[j] > MIN_RESIDUAL * self.diag[last]:
+            vc = float(parent.var[j])
+            before = np.array(path[:-1], dtype=np.int64)
+            b = parent.inv @ c[before, last]
+            # whole rows, then the partners: a row gather is cheaper than a 2-d one (a variable with a sweep has at
+            # least SWEEP_FROM partners, so most of each row)
+            rc = (c[last] - b @ c[before])[ws] if len(before) else c[last, ws]
+            k = len(path)
+            inv = np.empty((k, k))
+            inv[:-1, :-1] = parent.inv + np.outer(b, b) / vc
+            inv[:-1, -1] = inv[-1, :-1] = -b / vc
+            inv[-1, -1] = 1.0 / vc
+            g = parent.cross[j] / vc
+            cross, var = parent.cross - g * rc, parent.var - rc * rc / vc
+            cross[j] = var[j] = 0.0  # on the path now: no longer a candidate (_node)
+            return Held(cross, var, parent.s2 - g * parent.cross[j], inv)
+        idx = np.array(path, dtype=np.int64)
+        inv, beta, s2 = self._fit(v, idx)
+        cross, var = self._given(v, idx, inv, beta, ws)
+        on_path = np.searchsorted(ws, idx)
+        cross[on_path] = var[on_path] = 0.0
+        return Held(cross, var, s2, inv)
 
     def _direct(self, v: int, path: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """v's partners off `path`, their partial covariances with v and partial variances given it, and v's
@@ -112,16 +146,16 @@ class GrowShrinkTrees:
         cands = cands[self.free[cands]]
         self.free[idx] = True
         inv, beta, s2 = self._fit(v, idx)
-        return (cands, *self._given(v, idx, inv, beta, cands), s2)
+        return (cands, *self._given(v, idx, inv, beta, cands), max(s2, MIN_RESIDUAL * float(c[v, v])))
 
     def _fit(self, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """The inverse of the path `idx`'s covariance block, v's coefficients on it and v's residual (as the
-        shrink's)."""
+        """The inverse of the path `idx`'s covariance block, v's coefficients on it and v's residual on it (not
+        yet floored at MIN_RESIDUAL)."""
         c = self.cov
         inv = self._inverse(idx)
         to_v = c[v, idx]
         beta = inv @ to_v
-        return inv, beta, float(max(c[v, v] - to_v @ beta, MIN_RESIDUAL * c[v, v]))
+        return inv, beta, float(c[v, v] - to_v @ beta)
 
     def _given(self, v: int, idx: np.ndarray, inv: np.ndarray, beta: np.ndarray,
                cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,17 +173,14 @@ class GrowShrinkTrees:
         if len(ws) < SWEEP_FROM:
             cands, cross, var, s2 = self._direct(v, path)
         else:
-            cross, var, s2 = self._partials(v, path)
-            free = np.ones(len(ws), dtype=bool)
-            if path:
-                free[np.searchsorted(ws, np.array(path, dtype=np.int64))] = False
-            cands, cross, var = ws[free], cross[free], var[free]
+            cands = ws
+            cross, var, s2 = self._partials(v, path)  # the path's own partial variances are 0: never kept below
         c = self.cov
         # a candidate gains when it explains more than s2 * (1 - e^(-cost/n)) of v's residual (its BIC gain is
         # -n ln(1 - explained / s2) - cost); ranking by what it explains is ranking by gain
-        with np.errstate(divide="ignore", invalid="ignore"):
-            explained = np.where(var > MIN_RESIDUAL * self.diag[cands], cross * cross / var, 0.0)
-        explained = np.minimum(explained, s2 - MIN_RESIDUAL * c[v, v])
+        explained = np.zeros(len(cands))
+        np.divide(cross * cross, var, out=explained, where=var > MIN_RESIDUAL * self.diag[cands])
+        np.minimum(explained, s2 - MIN_RESIDUAL * c[v, v], out=explained)
         keep = explained > s2 * self.needed
         node = (cands[keep][np.argsort(-explained[keep], kind="stable")].tolist(), s2)
         self.nodes[v][path] = node
@@ -199,11 +230,12 @@ class GrowShrinkTrees:
             ranked, s2 = self._node(v, path)
             i = 0
             for c in ranked:
-                if (x_in if c == x else pos[c] < limit):
+                q = pos[c]
+                if (x_in if c == x else q < limit):
                     break
+                if q < low:
+                    low = q
                 i += 1
-            if i:
-                low = min(low, *map(pos.__getitem__, ranked[:i]))
             seen += ranked[:i + 1]
             if i == len(ranked):
                 break
