@@ -230,28 +230,10 @@ def test_fges_accuracy_on_alarm_100(alarm100):
 
 
 @pytest.mark.slow
-def test_time_limit_stops_the_search_and_leaves_no_jvm():
-    # A block on which fGES would search for years (tests/endless.py): only the limit can end this fit.
-    x, variables = endless_blocks()
-    worker = TetradWorker()
-    worker.call("hpc.learners.jvm:start_jvm", {})
-    pid = worker.pid
-    m = FGES(penalty=1, time_limit=2, worker=worker).fit(x, variables)
-    assert m.status_ == "timed out" and m.graph_ is None
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
-    # The next fit gets a fresh worker.
-    small = benchmark_problem(30, 0, 200, network="asia")
-    assert FGES(worker=worker).fit(small.data, small.variables).status_ == "ok"
-    worker.kill()
-
-
-
-
-@pytest.mark.slow
-def test_a_stop_check_ends_the_search_as_a_time_limit_does():
-    # Work begun ahead of its turn is stopped when its result turns out not to be wanted: the search (years long,
-    # tests/endless.py) ends at the check's second look, with no time limit at all, and its JVM goes with it.
+@pytest.mark.parametrize("by", ["time limit", "stop check"])
+def test_a_time_limit_or_a_stop_check_ends_the_search_and_leaves_no_jvm(by):
+    # A block on which fGES would search for years (tests/endless.py): only the limit, or work begun ahead being
+    # stopped because its result is not wanted (the check says so at its second look), can end this fit.
     x, variables = endless_blocks()
     worker = TetradWorker()
     worker.call("hpc.learners.jvm:start_jvm", {})
@@ -262,12 +244,17 @@ def test_a_stop_check_ends_the_search_as_a_time_limit_does():
         looks.append(1)
         return len(looks) == 2
 
-    with stop_when(wanted_no_more):
-        m = FGES(penalty=1, worker=worker).fit(x, variables)
-    assert m.status_ == "timed out" and m.graph_ is None and len(looks) == 2
+    if by == "time limit":
+        m = FGES(penalty=1, time_limit=2, worker=worker).fit(x, variables)
+    else:
+        with stop_when(wanted_no_more):
+            m = FGES(penalty=1, worker=worker).fit(x, variables)
+        assert len(looks) == 2
+    assert m.status_ == "timed out" and m.graph_ is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    small = benchmark_problem(30, 0, 200, network="asia")  # the next fit, with no check, gets a fresh worker
+    # The next fit gets a fresh worker.
+    small = benchmark_problem(30, 0, 200, network="asia")
     assert FGES(worker=worker).fit(small.data, small.variables).status_ == "ok"
     worker.kill()
 
