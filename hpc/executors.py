@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hpc.errors import PsleError
-from hpc.stopping import stop_when
 
 LOCAL_TCP_TIMEOUT = "600s"
 #: How often a drawn run looks again for workers that joined (SLURM jobs start when they start).
@@ -51,22 +50,8 @@ def allocated_cpus() -> int:
     return cpus
 
 
-class Begun(Protocol):
-    """Work begun ahead of its turn (`Executor.start`)."""
-
-    def result(self) -> Any:
-        """Its result, waited for."""
-        ...
-
-    def stop(self) -> None:
-        """Its result is not wanted: free its worker (the learner requests it makes look at hpc.stopping every second)."""
-        ...
-
-
 class Executor(Protocol):
     """What learners, PEF and Auto-SLE need from a place to run work."""
-
-    beside: bool  # whether work begun with `start` runs beside the caller's next tasks (else when asked for)
 
     def task_threads(self, n_tasks: int) -> int: ...
 
@@ -78,11 +63,6 @@ class Executor(Protocol):
         """(key, result) as tasks finish, each task drawn only when a worker is free to start it, so
         `draw` can decide it from every result yielded so far; ends when nothing runs and `draw`
         gives None."""
-        ...
-
-    def start(self, fn: Callable, args: tuple) -> Begun:
-        """`fn(*args)` begun now where a worker is free (later where none is): work that depends only on the
-        data can run beside the steps in front of it, and be stopped if its result turns out not to be wanted."""
         ...
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any: ...
@@ -135,8 +115,6 @@ def _sigint_ignored_in_children() -> Iterator[None]:
 class SerialExecutor:
     """Runs tasks one after another in this process (tests, tiny problems, debugging)."""
 
-    beside = False
-
     def task_threads(self, n_tasks: int) -> int:
         """Threads a multithreaded learner may use when `n_tasks` are run: here one at a time, so all CPUs."""
         return allocated_cpus()
@@ -149,10 +127,6 @@ class SerialExecutor:
         while (task := draw()) is not None:
             key, args = task
             yield key, fn(*args)
-
-    def start(self, fn: Callable, args: tuple) -> Begun:
-        """Here nothing runs beside: the work is done when its result is asked for."""
-        return Deferred(fn, args)
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         return obj
@@ -180,8 +154,6 @@ class DaskExecutor(SerialExecutor):
     With no address, a LocalCluster of one single-threaded worker process per core is
     started (and closed with the executor).
     """
-
-    beside = True
 
     def __init__(self, address: str | None = None, n_workers: int | None = None):
         import dask
@@ -264,15 +236,6 @@ class DaskExecutor(SerialExecutor):
             if running and self.client.status == "running":
                 self.client.cancel(list(running))
 
-    def start(self, fn: Callable, args: tuple) -> Begun:
-        """Submitted now, behind every task handed over later (a step's own tasks go first when both wait); its
-        stop is a dask Event the task's learner requests look at."""
-        from dask.distributed import Event
-
-        event = Event(client=self.client)
-        future = self._submit(stoppable, (fn, event.name, *args), priority=-1)
-        return DaskBegun(self, future, event)
-
     def _submit(self, fn: Callable, args: tuple, **options: Any) -> Any:
         return self.client.submit(located, fn, *args, pure=False, **options)
 
@@ -328,44 +291,6 @@ def announce_dashboard(executor: SerialExecutor) -> None:
         link = link.replace("127.0.0.1", node).replace("localhost", node) + \
             f" (from the login node: ssh -N -L {port}:{node}:{port} <login node>, then http://localhost:{port})"
     print(f"psle: dask dashboard at {link}", file=sys.stderr)
-
-
-@dataclass
-class Deferred:
-    """Begun work that runs only when its result is asked for (an executor with nothing beside)."""
-
-    fn: Callable
-    args: tuple
-
-    def result(self) -> Any:
-        return self.fn(*self.args)
-
-    def stop(self) -> None:
-        """Nothing ran, so nothing to stop."""
-
-
-@dataclass
-class DaskBegun:
-    """A task begun on a dask worker, and the Event that stops it."""
-
-    executor: DaskExecutor
-    future: Any
-    event: Any
-
-    def result(self) -> Any:
-        return self.executor._result(self.future)
-
-    def stop(self) -> None:
-        self.event.set()
-        self.future.cancel()
-
-
-def stoppable(fn: Callable, event: str, *args: Any) -> Any:
-    """fn(*args) on a dask worker, its learner requests ended once the Event named `event` is set."""
-    from dask.distributed import Event
-
-    with stop_when(Event(event).is_set):
-        return fn(*args)
 
 
 def located(fn: Callable, *args: Any) -> tuple[str, float, Any]:

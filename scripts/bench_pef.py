@@ -6,9 +6,8 @@ sampled every 0.2 s. Whole-problem learners and the paper's PEF methods run unde
 member run; whole-problem runs stopped there are reported as "> LIMIT s"); `psle` rows run as
 `psle learn` does, without it. Problems have the generator's default (shuffled) columns.
 
-Methods: `psle` is `psle learn`'s default (per-cluster selection, repair, polish, rival); `psle-norepair`
-the same without the repair, the polish and the rival (fusion's graph), `psle-rival` with the whole-problem
-rival up to 2,000 variables whatever the partition found; `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
+Methods: `psle` is `psle learn`'s default (per-cluster selection, then the steps after fusion); `psle-norepair`
+the same with no step after fusion (fusion's graph); `p-sle`, `p-sle-d`, `p-sle-r`, `p-fges`, `p-pc-stable` the paper's PEF
 methods, `p-flop` PEF with FLOP (conf/method/p-flop.yaml); `fges`, `pc-stable` Tetrad's defaults on the whole problem;
 `sle:NAME` or `sle:PATH.yaml` PEF with any ensemble, as `p-sle` (every member on every cluster, best BIC);
 `fges-faithful` (λ 2.54, m 91, faithfulness), `boss` (λ 2.54, started from a faithful fGES's order) / `boss-columns`
@@ -39,7 +38,6 @@ from hpc.pef.steps import NONE
 from hpc.run import pef_configs
 
 CONF = Path(__file__).resolve().parents[1] / "hpc" / "conf"
-RIVAL_UPTO = 2000
 ENSEMBLES = {"p-sle": "learned", "p-sle-d": "default", "p-sle-r": "random"}
 #: The one-learner PEF methods (the paper's and P/FLOP), with the members their experiment configs pin (P/fGES at λ 1).
 SINGLE = {name: yaml.safe_load((CONF / "method" / f"{name}.yaml").read_text())["members"]
@@ -55,12 +53,10 @@ def run(method: str, executor, limit: float | None, settings: dict, problem) -> 
     """One method on one problem: (graph, status, PEF's account columns); `settings` override PEF's."""
     if method == "psle-norepair":
         settings = {**settings, **NONE}
-    elif method == "psle-rival":
-        settings = {**settings, "rival.upto": RIVAL_UPTO, "rival.crossing": 0.0}
     partition, fusion, steps = pef_configs(settings)
     if method in WHOLE:
         learner = member_from_spec(WHOLE[method], limit, allocated_cpus())  # as `psle learn` runs it
-    elif method in ("psle", "psle-norepair", "psle-rival"):
+    elif method in ("psle", "psle-norepair"):
         learner = PEF(None, executor=executor, progress=False, selection="predicted",  # as psle learn: no limit
                       selector="truth", partition=partition, fusion=fusion, steps=steps)
     else:

@@ -45,7 +45,7 @@ def test_bench_pef_prints_one_row_per_method():
     rows = [line for line in out.splitlines() if line.startswith("| psle") or line.startswith("| fges")]
     assert [r.split("|")[1].strip() for r in rows] == ["psle", "psle-norepair", "fges-faithful"]
     psle = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
-    assert set(psle["steps"]) >= {"partition", "estimation", "fusion", "repair", "polish"}
+    assert set(psle["steps"]) >= {"partition", "estimation", "fusion", "rival", "polish"}
     assert all(s["peak_mb"] > 0 for s in psle["steps"].values())
     assert psle["fusion"]["pairs_screened"] < 240 * 50  # the neighbours' pairs, not every cross pair
 

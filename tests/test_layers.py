@@ -8,8 +8,7 @@ import hpc
 
 #: Bottom to top; a module's layer is its first component under hpc/ (a package or a module).
 LAYERS = [
-    {"__init__", "errors", "atomic", "jsontext", "checks", "progress", "resources", "container", "store", "fetch",
-     "stopping"},
+    {"__init__", "errors", "atomic", "jsontext", "checks", "progress", "resources", "container", "store", "fetch"},
     {"executors"}, {"graphs"}, {"data"}, {"learners"}, {"select"}, {"pef"}, {"train"}, {"run", "results", "bootstrap", "api"},
     {"report"}, {"launch"}, {"cli"},
 ]

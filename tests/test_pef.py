@@ -21,6 +21,7 @@ from hpc.pef.fusion import FusionConfig, ParentSets, fisher_z_pvalues, fuse, par
 from hpc.pef.partition import (PartitionConfig, average_linkage, cluster_distances, cluster_labels, cut, distance_matrix,
                                large_cluster_counts, merge_small, partition, standardize)
 from hpc.pef.pipeline import PEF, WallLimitHit, screener
+from hpc.pef.steps import NONE, steps_from
 from tests.endless import endless_blocks
 
 
@@ -163,7 +164,7 @@ def test_estimation_submits_the_largest_cluster_first():
     dag, x = two_blocks(rng, size=12, n=1000, second=30)
     executor = RecordingExecutor()
     pef = PEF([{"method": "fges"}, {"method": "fges", "penalty": 4}], partition=PartitionConfig(whole_below=0, large_fraction=0.2),
-              executor=executor, progress=False).fit(x, dag.variables)
+              executor=executor, progress=False, steps=steps_from(NONE)).fit(x, dag.variables)  # estimation's tasks only
     assert sorted(len(c) for c in pef.clusters_) == [12, 30]
     estimation = [t for t in executor.order if isinstance(t[0], dict)]
     assert [len(t[3]) for t in estimation] == [30, 30, 12, 12]

@@ -164,10 +164,11 @@ def test_a_polished_pef_gives_the_same_cpdag_in_any_column_order():
 
 @pytest.mark.jvm
 def test_the_recut_searches_the_seams_of_a_block_structured_graph_and_skips_one_without_blocks():
+    # PEF's own graph (no whole-problem rival): the seams are the partition's
     members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
     problem = benchmark_problem(300, 3, network="alarm")
-    fit = lambda recut, p: PEF(members, progress=False, steps=steps_from({"recut.passes": recut})).fit(  # noqa: E731
-        p.data, p.variables)
+    fit = lambda recut, p: PEF(members, progress=False,  # noqa: E731
+                               steps=steps_from({"recut.passes": recut, "rival.upto": 0})).fit(p.data, p.variables)
     without, recut = fit(0, problem), fit(2, problem)
     account = recut.steps_["recut"]
     assert without.steps_["recut"] is None and 1 <= len(account["passes"]) <= 2

@@ -152,7 +152,8 @@ def test_a_run_killed_during_the_repair_resumes_to_the_uninterrupted_graph(tmp_p
     data = tmp_path / "a.h5"
     subprocess.run([PSLE, "generate", "--network", "alarm", "--nodes", "300", "--seed", "3", "-o", str(data)],
                    check=True, capture_output=True, timeout=300)
-    base = [PSLE, "learn", str(data), "--method", "p-boss", "--param", "penalty=2", "--workers", "1"]
+    base = [PSLE, "learn", str(data), "--method", "p-boss", "--param", "penalty=2", "--workers", "1",
+            "--pef", "rival.upto=0"]  # else the rival's graph stands, and the repair has no seams to mend
     assert subprocess.run([*base, "-o", str(tmp_path / "ref.json")], capture_output=True, timeout=600).returncode == 0
     ckpt = tmp_path / "run.h5"
     killed = subprocess.Popen([*base, "--checkpoint", str(ckpt), "-o", str(tmp_path / "g.json")],
@@ -213,13 +214,20 @@ def test_a_slowed_executor_gives_the_same_graph():
     same graph, step by step."""
     problem = benchmark_problem(200, 1, network="asia")
     members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness": True}]
-    steps = steps_from({"rival.crossing": 0.0})  # every step runs
-    fast = PEF(members, progress=False, steps=steps).fit(problem.data)
-    slow = PEF(members, progress=False, steps=steps, executor=SlowExecutor()).fit(problem.data)
-    assert len(fast.clusters_) > 1 and all(fast.steps_[name] for name in ("repair", "polish", "rival", "sweep"))
-    assert slow.graph_ == fast.graph_
-    strip = lambda a: {k: v for k, v in a.items() if "seconds" not in k}  # noqa: E731
-    assert strip(slow.steps_["rival"]) == strip(fast.steps_["rival"])
+    # the rival stands (so the repair is left out), or is off: between them every step runs
+    for settings, ran in (({}, ("rival", "polish", "sweep", "recut")), ({"rival.upto": 0}, ("repair", "polish", "sweep"))):
+        fast = PEF(members, progress=False, steps=steps_from(settings)).fit(problem.data)
+        slow = PEF(members, progress=False, steps=steps_from(settings), executor=SlowExecutor()).fit(problem.data)
+        assert len(fast.clusters_) > 1 and all(fast.steps_[name] and "skipped" not in fast.steps_[name] for name in ran)
+        assert slow.graph_ == fast.graph_
+        assert unclocked(slow.steps_) == unclocked(fast.steps_)
+
+
+def unclocked(account):
+    """A step account without its seconds, at any depth."""
+    if isinstance(account, dict):
+        return {k: unclocked(v) for k, v in account.items() if "seconds" not in k}
+    return [unclocked(v) for v in account] if isinstance(account, list) else account
 
 
 @pytest.mark.jvm

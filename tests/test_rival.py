@@ -1,7 +1,7 @@
 """The whole-problem rival: the higher BIC stands (hand-built cases), the rival is BOSS over every pair from the
-fused graph's order (the same search done here by hand), the polish runs after it on the graph that stood, it is
-skipped where it should be, begins beside the repair with the same graph, a resumed run takes it from the
-checkpoint, and a run it wins does not depend on the column order."""
+fused graph's order (the same search done here by hand), the polish runs after it on the graph that stood and the
+repair does not, it is skipped where it should be, a resumed run takes it from the checkpoint, and a run it wins
+does not depend on the column order."""
 
 import h5py
 import numpy as np
@@ -82,8 +82,7 @@ def whole_boss(problem, start: PDAG) -> PDAG:
 def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_boss_from_the_fused_order(tmp_path):
     problem = benchmark_problem(200, 2, graph="er")
     cut = PartitionConfig(whole_below=0)
-    plain = {"repair.rounds": 0, "polish.upto": 0, "rival.crossing": 0.0, "sweep.upto": 0,
-             "recut.passes": 0}  # nothing but the rival
+    plain = {"repair.rounds": 0, "polish.upto": 0, "sweep.upto": 0, "recut.passes": 0}  # nothing but the rival
     pef = PEF(SPARSE, progress=False, partition=cut, steps=steps_from(plain)).fit(problem.data, problem.variables)
     rival = pef.steps_["rival"]
     assert len(pef.clusters_) > 1 and rival["kept"] == "rival" and "polish" not in rival
@@ -93,10 +92,10 @@ def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_boss_from_the_fu
               steps=steps_from({**plain, "rival.upto": 0})).fit(problem.data, problem.variables)
     assert off.steps_["rival"] is None
     assert compare(off.graph_, problem.truth).shd > compare(pef.graph_, problem.truth).shd
-    # under rival.crossing (here: unless every edge joins two clusters) it does not run
-    blocks = PEF(SPARSE, progress=False, partition=cut, steps=steps_from({**plain, "rival.crossing": 1.0})).fit(
+    # a graph the rival leaves has no seams: the repair after it does not run, and the graph is the rival's
+    repaired = PEF(SPARSE, progress=False, partition=cut, steps=steps_from({**plain, "repair.rounds": 4})).fit(
         problem.data, problem.variables)
-    assert blocks.graph_ == off.graph_ and "the partition found blocks" in blocks.steps_["rival"]["skipped"]
+    assert repaired.graph_ == pef.graph_ and "no seams" in repaired.steps_["repair"]["skipped"]
     small = PEF(SPARSE, progress=False, partition=cut, steps=steps_from({**plain, "rival.upto": 199})).fit(
         problem.data, problem.variables)
     assert "above rival.upto 199" in small.steps_["rival"]["skipped"]  # 200 variables
@@ -106,69 +105,15 @@ def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_boss_from_the_fu
 def test_the_polish_runs_after_the_rival_once_on_the_graph_that_stood():
     problem = benchmark_problem(200, 2, graph="er")
     pef = PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
-              steps=steps_from({"repair.rounds": 0, "rival.crossing": 0.0, "sweep.upto": 0,
-                                "recut.passes": 0})).fit(problem.data, problem.variables)
+              steps=steps_from({"sweep.upto": 0, "recut.passes": 0})).fit(problem.data, problem.variables)
     rival, polish = pef.steps_["rival"], pef.steps_["polish"]
     assert rival["kept"] == "rival" and "polish" not in rival and polish["searches"] > 0
+    assert list(pef.steps_)[:3] == ["rival", "repair", "polish"] and "skipped" in pef.steps_["repair"]
     # judged unpolished: the rival's BIC is that of the whole BOSS; the polish then left it no further from the truth
     whole = whole_boss(problem, fused(problem))
     cov, n = covariance(problem.data), problem.data.shape[0]
     assert rival["bic_rival"] == pytest.approx(bic(whole, cov, n, JUDGE_PENALTY), abs=1e-3)
     assert compare(pef.graph_, problem.truth).shd <= compare(whole, problem.truth).shd
-
-
-class Begun:
-    """A serial executor that says it runs begun work beside, and keeps what it was asked to begin."""
-
-    beside = True
-
-    def __init__(self):
-        from hpc.executors import SerialExecutor
-
-        self.inner, self.begun, self.stopped, self.run_tasks = SerialExecutor(), [], [], 0
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def task_threads(self, n_tasks):
-        return 2  # two slots, whatever this machine has
-
-    def run(self, fn, tasks):
-        self.run_tasks += len(tasks)
-        return self.inner.run(fn, tasks)
-
-    def start(self, fn, args):
-        self.begun.append(args[0])
-        begun = self.inner.start(fn, args)
-        stop = begun.stop
-        begun.stop = lambda: (self.stopped.append(args[0]), stop())
-        return begun
-
-
-@pytest.mark.jvm
-@pytest.mark.slow
-def test_the_rival_begins_beside_the_repair_and_is_stopped_where_it_does_not_apply_the_graph_the_same():
-    from hpc.executors import DaskExecutor
-
-    problem = benchmark_problem(120, 2, graph="er")
-    settings = {"rival.crossing": 0.0, "polish.upto": 0, "sweep.upto": 0, "recut.passes": 0}
-
-    def fit(executor, **more) -> PEF:
-        return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0), executor=executor,
-                   steps=steps_from({**settings, **more})).fit(problem.data, problem.variables)
-
-    serial = fit(None)
-    begun = Begun()
-    early = fit(begun)
-    assert [spec["method"] for spec in begun.begun] == ["boss-every-pair"]  # begun before the repair, once
-    assert begun.stopped == []
-    assert begun.run_tasks == fit(Begun(), **{"rival.upto": 0}).executor.run_tasks  # the rival was no task of `run`
-    assert early.graph_ == serial.graph_ and early.steps_["rival"]["kept"] == serial.steps_["rival"]["kept"]
-    blocks = Begun()  # a gate no repaired graph passes: begun all the same, then stopped, and the step left out
-    assert fit(blocks, **{"rival.crossing": 1.0}).steps_["rival"]["skipped"]
-    assert blocks.stopped == blocks.begun and len(blocks.begun) == 1
-    with DaskExecutor(n_workers=2) as executor:  # on real workers it runs beside the repair: the same graph
-        assert fit(executor).graph_ == serial.graph_
 
 
 @pytest.mark.jvm
@@ -178,7 +123,7 @@ def test_a_resumed_run_takes_the_rival_from_the_checkpoint(tmp_path):
 
     def fit() -> PEF:
         return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
-                   steps=steps_from({"repair.rounds": 0, "rival.crossing": 0.0}), checkpoint=str(ckpt)).fit(
+                   steps=steps_from({}), checkpoint=str(ckpt)).fit(
             problem.data, problem.variables)
 
     first = fit()
@@ -203,7 +148,7 @@ def test_a_run_the_rival_wins_gives_the_same_cpdag_in_any_column_order():
     for k in range(3):
         perm = np.random.default_rng(k).permutation(problem.p) if k else np.arange(problem.p)
         pef = PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
-                  steps=steps_from({"repair.rounds": 0, "rival.crossing": 0.0})).fit(
+                  steps=steps_from({})).fit(
             problem.data[:, perm], [problem.variables[i] for i in perm])
         assert pef.steps_["rival"]["kept"] == "rival"
         graphs.append(relabel(pef.graph_, perm, problem.variables))

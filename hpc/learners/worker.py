@@ -23,12 +23,8 @@ import time
 import traceback
 from typing import IO, Any
 
-from hpc.stopping import stop_check
-
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PSLE_WORKER_PARENT"
-#: Seconds between two looks at the thread's stop check (hpc.stopping) while a request runs.
-STOP_POLL = 1.0
 
 
 class WorkerTimeout(Exception):
@@ -97,18 +93,10 @@ class TetradWorker:
         buf = bytearray()
         need = _HEADER.size
         have_header = False
-        stop = stop_check()  # work begun ahead may be stopped while it waits (hpc.stopping)
         while len(buf) < need:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if stop is not None:
-                wait = STOP_POLL if wait is None else min(wait, STOP_POLL)
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
-                if stop is not None and stop():
-                    self.kill()
-                    raise WorkerTimeout("stopped: its result is no longer wanted")
-                if deadline is None or time.monotonic() < deadline:
-                    continue
                 self.kill()
                 raise WorkerTimeout(f"no result within {timeout:g} s")
             chunk = os.read(fd, max(need - len(buf), 1 << 16))

@@ -299,6 +299,9 @@ class Repair(Step):
     def enabled(self) -> bool:
         return self.config.rounds > 0
 
+    def applies(self, chain: Chain) -> str | None:
+        return "the whole-problem rival's graph stands: it has no seams" if chain.seamless else None
+
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         graph, config = chain.graph, self.config
         settings = canonical([chain.settings, asdict(config)])

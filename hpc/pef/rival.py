@@ -1,19 +1,18 @@
-"""PEF's step on problems without block structure: one whole-problem search as a rival to PEF's repaired
-graph, and the graph with the higher BIC stands; the polish then runs once, on whichever stood.
+"""PEF's first step after fusion: one whole-problem search as a rival to PEF's fused graph; the graph with the
+higher BIC stands, and the steps after it (the repair only where PEF's graph stood) start from it.
 
-Cutting costs most where the graph has no block structure: on er and hub at 1,000 variables one whole-problem
-search is more accurate than PEF, even after the repair and the polish. The rival is BOSS over every pair
-(hpc.learners.order_search, penalty discount PENALTY), started from the fused graph's order, so it depends only
-on the data and fusion and may begin beside the repair. On tuning seed 100 at 1,000 variables it gave er 206,
-hub 148 and sf 315 SHD, where Tetrad's whole fGES, the rival until then, had led PEF to 244 and 286 (and ran past
-ten minutes on sf), in 4-80 s (BENCHMARKS.md, "A whole-problem rival"). With prior knowledge, which that search
-does not keep, the rival is Tetrad's fGES with faithfulness at the same penalty.
+Wherever one search over every variable is affordable (up to `upto` variables, and fewer variables than rows,
+so the covariance is not singular), PEF's fused graph is a better start for it than for the repair: the rival is
+BOSS over every pair (hpc.learners.order_search, penalty discount PENALTY) from the fused graph's order, which a
+cut problem gives cheaply and well. At 1,000 variables it stood on every problem tried, and the polish, sweep and
+recut after it finished ahead of the repair's chain on every tuning seed (100-102) of ws, sbm and mosaic, by 21,
+52 and 118 SHD on the mean, and on layer where that chain gave no graph in practice (BENCHMARKS.md, "A whole-
+problem rival"). A graph it leaves has no seams, so the repair does not run after it. With prior knowledge,
+which that search does not keep, the rival is Tetrad's fGES with faithfulness at the same penalty.
 
-BIC needs no truth, but at penalty discount JUDGE_PENALTY it preferred a whole-problem search also on block-
-structured problems (Alarm, Hailfinder, ws) where it was less accurate than PEF. What told the two kinds apart
-was the partition: on the block-structured problems 14-18 % of PEF's edges joined two clusters, on er and hub
-42-43 %. So the rival runs only where that share reaches `crossing`, and up to `upto` variables.
-It is judged unpolished against PEF's unpolished graph, and the polish then runs once, on the graph that stood.
+It was once gated by the share of PEF's edges that join two clusters (block-structured problems 0.13-0.18, er
+and hub 0.42): that gate kept it from a repaired-and-polished PEF graph it then lost to on Alarm and ws. Judged
+against the fused graph and followed by the same steps, it needs no gate. The share stays in its account.
 """
 
 from __future__ import annotations
@@ -51,15 +50,9 @@ class RivalConfig:
     # Up to this many variables; 0 = never. Chosen (2000) when the rival was a whole fGES, which there took
     # about as long as PEF; the order search's cost grows with the square of the variables.
     upto: int = 2000
-    # ... and only when at least this share of PEF's edges join two clusters. On seed 100 (tuning) the
-    # block-structured problems had 0.14-0.18 (Alarm, Hailfinder, ws, sbm), where BIC preferred the polished
-    # rival on two though it was less accurate, and er and hub 0.42-0.43, where the polished rival was better
-    # by 90-100 SHD; 0.3 is the middle of that gap (BENCHMARKS.md, "A whole-problem rival").
-    crossing: float = 0.3
 
     def validate(self) -> None:
         check_number("rival.upto", self.upto, 0, 10_000_000, integer=True)
-        check_number("rival.crossing", self.crossing, 0.0, 1.0)
 
 
 def rival_graph(run: MemberRun, variables: tuple[str, ...]) -> PDAG | None:
@@ -91,43 +84,20 @@ def outcome(account: dict[str, Any]) -> str:
 
 
 class Rival(Step):
-    """One whole-problem search against PEF's repaired graph; the higher BIC stands (and is polished next)."""
+    """One whole-problem search against PEF's fused graph; the higher BIC stands (and the next steps start from it)."""
 
     name, Config = "rival", RivalConfig
-    doc = "where the partition found no blocks: a whole-problem BOSS over every pair against PEF's graph by BIC"
+    doc = "a whole-problem BOSS over every pair from the fused graph's order against PEF's graph by BIC"
 
     def enabled(self) -> bool:
         return self.config.upto > 0
 
-    def too_large(self, chain: Chain) -> str | None:
-        """Why no whole-problem search runs on the chain's problem at all (None: one may)."""
+    def applies(self, chain: Chain) -> str | None:
         if chain.graph.p > self.config.upto:
             return f"{chain.graph.p} variables, above rival.upto {self.config.upto}"
         if chain.graph.p > chain.n:  # one search over them all would see a singular covariance
             return f"{chain.graph.p} variables for {chain.n} rows: a whole-problem search needs no more variables than rows"
         return None
-
-    def applies(self, chain: Chain) -> str | None:
-        reason = self.too_large(chain)
-        if reason is not None:
-            return reason
-        share = crossing_share(chain.graph, chain.clusters)
-        if share < self.config.crossing:
-            return (f"a share of {share:.3f} of PEF's edges joins two clusters, under rival.crossing "
-                    f"{self.config.crossing:g}: the partition found blocks")
-        return None
-
-    def ahead(self, chain: Chain, memory: StepMemory) -> None:
-        """The rival depends only on the data and the fused graph, so it begins now and runs beside the repair
-        (whose fGES keeps one core; the other would idle), whether or not the fused graph passes the gate:
-        on sf-1000 the repaired graph often passes where the fused one did not, and the rival then ran alone
-        after the repair. Whether it runs at all is still decided on the repaired graph, so the graph is the one
-        a serial run gives, and where the step does not apply its search is stopped. On one worker it would
-        only queue in front of the repair, so it waits for its turn there."""
-        if (chain.executor.beside and chain.executor.task_threads(1) > 1 and self.too_large(chain) is None
-                and memory.get(0, spec_of(chain)) is None):
-            chain.show.note(f"rival: {described(chain)}, begun beside the steps before it")
-            chain.early[self.name] = chain.executor.start(whole_search, self.task(chain))
 
     def task(self, chain: Chain) -> tuple:
         """The rival's search, as a task of `whole_search`."""
@@ -138,21 +108,18 @@ class Rival(Step):
         share = crossing_share(chain.graph, chain.clusters)
         spec = spec_of(chain)
         result = memory.get(0, spec)
-        early = chain.early.pop(self.name, None)
         if result is not None:
             chain.show.note("resuming: the whole-problem rival's run is in the checkpoint")
         else:
-            if early is None:
-                chain.show.note(f"rival: {described(chain)}")
-                result = next(iter(chain.executor.run(whole_search, [self.task(chain)])))[1]
-            else:
-                result = early.result()
+            chain.show.note(f"rival: {described(chain)}")
+            result = next(iter(chain.executor.run(whole_search, [self.task(chain)])))[1]
             if result.status == TIMED_OUT:  # only the user's wall limit bounds it
                 raise WallLimitHit
             memory.put(0, result)
         graph, account = judged(chain.graph, rival_graph(result, chain.graph.variables), result, covariance(chain.x),
                                 chain.n)
         account.update(changes(chain.graph, graph), crossing=round(share, 3))
+        chain.seamless = account["kept"] == "rival"
         chain.show.note(f"rival: {outcome(account)}")
         return graph, account
 

@@ -1,8 +1,7 @@
 """What every step after fusion shares: one small protocol and one wrapper around it.
 
 A step (hpc.pef.steps lists them in order) has a name, its own frozen config, a reason it does not apply to
-a graph (or none), and `run`, which returns the next graph and an account of what it did; `ahead` may begin,
-right after fusion, work that depends only on the data, to run beside the steps in front of it. The wrapper,
+a graph (or none), and `run`, which returns the next graph and an account of what it did. The wrapper,
 `run_chain`, owns everything the steps have in common: the gate (a problem learned whole has nothing to
 repair), timing, putting back what prior knowledge says after a step's joins, the checkpoint (each step keeps
 its results under its own name) and the account.
@@ -17,14 +16,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 
 from hpc.errors import PsleError
-from hpc.executors import Begun
 from hpc.graphs.equivalence import pdag_to_dag, topological_order
 from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
@@ -52,9 +50,8 @@ class Chain:
     knowledge: Knowledge | None
     memory: RunCheckpoint | None
     settings: str  # fusion's settings: what every step's checkpointed results are valid under
-    # work begun before its step's turn (Step.ahead), by step name; stopped if the step then does not apply
-    early: dict[str, Begun] = field(default_factory=dict)
     fused: PDAG | None = None  # fusion's graph, which the steps' own searches may start from (set by run_chain)
+    seamless: bool = False  # the graph is one search's over every variable (the rival's): it has no seams
 
     @cached_property
     def fused_order(self) -> np.ndarray:
@@ -115,12 +112,6 @@ class Step:
     def applies(self, chain: Chain) -> str | None:
         return None
 
-    def ahead(self, chain: Chain, memory: StepMemory) -> None:
-        """Begin, on the fused graph and before any step runs, work of this step that depends only on the data,
-        so that it runs beside the steps in front (into `chain.early`; stopped if the step then does not apply);
-        the default begins nothing. What the step then does must not depend on whether this ran: the graph
-        stays the same on any executor."""
-
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         raise NotImplementedError
 
@@ -149,18 +140,12 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
     chain.show.note("after fusion: " + (" -> ".join(s.name for s in steps if s.enabled()) or "no step (all off)"))
     chain.fused = chain.graph
     for step in steps:
-        if step.enabled():
-            step.ahead(chain, StepMemory(chain.memory, step.name))
-    for step in steps:
         if not step.enabled():
             continue
         reason = step.applies(chain)
         if reason is not None:
-            begun = chain.early.pop(step.name, None)
-            if begun is not None:
-                begun.stop()
             accounts[step.name] = {"skipped": reason}
-            chain.show.note(f"{step.name}: not run ({reason})" + ("; what it had begun is stopped" if begun else ""))
+            chain.show.note(f"{step.name}: not run ({reason})")
             continue
         with timed(step.name):
             begin = time.perf_counter()
@@ -171,9 +156,6 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
         chain.show.note(changes_note(step.name, account))
         chain.graph = graph
         accounts[step.name] = account
-    for begun in chain.early.values():  # begun for a step that never took it: nobody waits for it
-        begun.stop()
-    chain.early.clear()
     return accounts
 
 

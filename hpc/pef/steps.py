@@ -12,8 +12,8 @@ from hpc.pef.rival import Rival
 from hpc.pef.step import Step, configure
 from hpc.pef.sweep import Sweep
 
-#: repair -> rival -> polish -> sweep -> recut: each starts from the graph the one before it left.
-KINDS: tuple[type[Step], ...] = (Repair, Rival, Polish, Sweep, Recut)
+#: rival -> repair -> polish -> sweep -> recut: each starts from the graph the one before it left.
+KINDS: tuple[type[Step], ...] = (Rival, Repair, Polish, Sweep, Recut)
 NAMES = tuple(kind.name for kind in KINDS)
 
 
