@@ -99,6 +99,11 @@ def test_a_better_whole_search_replaces_a_poor_pef_graph_and_is_boss_from_the_fu
     small = PEF(SPARSE, progress=False, partition=cut, steps=steps_from({**plain, "rival.upto": 199})).fit(
         problem.data, problem.variables)
     assert "above rival.upto 199" in small.steps_["rival"]["skipped"]  # 200 variables
+    # its bound on tree nodes (here one per variable) stops it early, and the account says so
+    bounded = PEF(SPARSE, progress=False, partition=cut, steps=steps_from({**plain, "rival.nodes": 1})).fit(
+        problem.data, problem.variables)
+    assert "stopped at its bound of 200 tree nodes" in bounded.steps_["rival"]["search"]
+    assert "search" not in rival and bounded.graph_ != pef.graph_
 
 
 @pytest.mark.jvm

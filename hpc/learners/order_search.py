@@ -73,6 +73,7 @@ class GrowShrinkTrees:
         # search visits a million nodes of some 200 gaining partners each, 8.8 GB as lists of Python ints
         self.nodes: list[dict[tuple[int, ...], tuple[array, float]]] = [{} for _ in partners]
         self.shrunk: list[dict[tuple[int, ...], tuple[float, tuple[int, ...]]]] = [{} for _ in partners]
+        self.created = 0  # nodes made so far: the search's work, counted the same on any machine
         self.free = np.ones(cov.shape[0], dtype=bool)  # scratch: which variables are off the current path
         # what recent nodes' children are derived from (_partials), oldest first, in at most HELD_BYTES
         self.held: OrderedDict[tuple[int, tuple[int, ...]], Held] = OrderedDict()
@@ -172,6 +173,7 @@ class GrowShrinkTrees:
         node = self.nodes[v].get(path)
         if node is not None:
             return node
+        self.created += 1
         ws = self.partners[v]
         if len(ws) < SWEEP_FROM:
             cands, cross, var, s2 = self._direct(v, path)
@@ -317,6 +319,14 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
     Each pass takes the variables in the order's sequence at the pass's start and moves each to the place that
     raises the total BIC most (strictly, by more than TOLERANCE; of equal places, the nearest to where it was);
     passes repeat until one moves nothing (at most MAX_PASSES)."""
+    return bounded_order_search(cov, n, penalty, order, pairs, None)[0]
+
+
+def bounded_order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pairs: np.ndarray | None,
+                         nodes: int | None) -> tuple[np.ndarray, bool]:
+    """`order_search`, stopped before the next move once its trees hold over `nodes` nodes (None: no bound): the
+    DAG of the order reached, and whether the bound stopped it. Nodes, not seconds, so the same input stops at the
+    same place on any machine."""
     p = cov.shape[0]
     partners = partners_of(p, pairs)
     cov = np.asarray(cov, dtype=np.float64)
@@ -340,9 +350,13 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
 
     for v in range(p):
         settle(v, trees.best(v, at, at[v]))
+    stopped = False
     for _ in range(MAX_PASSES):
         moved = False
         for x in list(seq):
+            if nodes is not None and trees.created > nodes:
+                stopped = True
+                break
             move = best_place(trees, x, at, score, users) if len(partners[x]) else None
             if move is None:
                 continue
@@ -363,10 +377,10 @@ def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pai
                 if (q >= lo) != (q >= px):  # w changed sides of x: its walk is the toggled one
                     settle(w, t)
             moved = True
-        if not moved:
+        if stopped or not moved:
             break
     rows = [(u, v) for v in range(p) for u in trees.best(v, at, at[v])[1]]
-    return np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return np.array(rows, dtype=np.int64).reshape(-1, 2), stopped
 
 
 def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray | None, threads: int = 1,
@@ -378,11 +392,20 @@ def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np
 
         every = np.stack(np.triu_indices(x.shape[1], 1), axis=1)
         return run_boss_bounded(x, penalty, order, every if pairs is None else pairs, threads, knowledge)
+    return run_bounded(x, penalty, order, pairs, None)[0]
+
+
+#: `run_bounded` as a worker runner.
+BOUNDED_RUNNER = "hpc.learners.order_search:run_bounded"
+
+
+def run_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray | None,
+                nodes: int | None) -> tuple[np.ndarray, bool]:
+    """`bounded_order_search` on the data `x` (rows = samples), with one BLAS thread: the search's products are
+    small, a second thread only waits for a core that another task holds (sf-1000's rival took twice its idle
+    seconds beside an fGES so), and one thread keeps the products' rounding independent of the core count."""
     from threadpoolctl import threadpool_limits
 
-    # One BLAS thread: the search's products are small, and a second thread only waits for a core that the
-    # step beside it (the repair's fGES beside the rival) holds: sf-1000's rival took twice its idle seconds so.
-    # It also keeps the products' rounding independent of the machine's core count.
     with threadpool_limits(limits=1, user_api="blas"):
         cov = np.atleast_2d(np.cov(x, rowvar=False))
-        return order_search(cov, x.shape[0], penalty, order, pairs)
+        return bounded_order_search(cov, x.shape[0], penalty, order, pairs, nodes)

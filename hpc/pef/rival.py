@@ -31,7 +31,7 @@ from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
 from hpc.learners.ensemble import MemberRun, remaining, run_member
 from hpc.learners.members import OK, TIMED_OUT
-from hpc.learners.order_search import RUNNER
+from hpc.learners.order_search import BOUNDED_RUNNER
 from hpc.learners.worker import call_within
 from hpc.pef.partition import crossing_share
 from hpc.pef.repair import changes
@@ -50,9 +50,16 @@ class RivalConfig:
     # Up to this many variables; 0 = never. Chosen (2000) when the rival was a whole fGES, which there took
     # about as long as PEF; the order search's cost grows with the square of the variables.
     upto: int = 2000
+    # Tree nodes per variable its search may make; past them it stops at the order it reached (0 = no bound).
+    # A count, not seconds, so the graph is the same on any machine; a node costs 100-250 us. Over every pair of
+    # tuning seed 100 at 1,000 variables the searches made 20,000 (ws), 163,000 (mosaic) and 376,000 (sf) nodes,
+    # and on layer (seed 101) 1.2 million: 1,000 per variable leaves the others 2.6x room and bounds a dense
+    # problem's search at a few minutes (BENCHMARKS.md, "A whole-problem rival").
+    nodes: int = 1000
 
     def validate(self) -> None:
         check_number("rival.upto", self.upto, 0, 10_000_000, integer=True)
+        check_number("rival.nodes", self.nodes, 0, 10**9, integer=True)
 
 
 def rival_graph(run: MemberRun, variables: tuple[str, ...]) -> PDAG | None:
@@ -71,15 +78,17 @@ def judged(graph: PDAG, other: PDAG | None, run: MemberRun, cov: np.ndarray, n: 
     mine, theirs = bic(graph, cov, n, JUDGE_PENALTY), bic(other, cov, n, JUDGE_PENALTY)
     kept = "rival" if theirs > mine else "pef"
     return (other if kept == "rival" else graph), {**account, "bic_pef": round(mine, 3), "bic_rival": round(theirs, 3),
-                                                   "kept": kept}
+                                                   "kept": kept, **({"search": run.error} if run.error else {})}
 
 
 def outcome(account: dict[str, Any]) -> str:
     """What the rival step decided, in one line."""
+    bounded = f" (its search {account['search']})" if "search" in account else ""
     if account["kept"] == "rival":
-        return f"its graph stands, BIC {account['bic_rival']:,.0f} against PEF's {account['bic_pef']:,.0f}"
+        return f"its graph stands, BIC {account['bic_rival']:,.0f} against PEF's {account['bic_pef']:,.0f}{bounded}"
     if "bic_rival" in account:
-        return f"PEF's graph stands, BIC {account['bic_pef']:,.0f} against the rival's {account['bic_rival']:,.0f}"
+        return (f"PEF's graph stands, BIC {account['bic_pef']:,.0f} against the rival's {account['bic_rival']:,.0f}"
+                + bounded)
     return f"PEF's graph stands (the rival {account['status']})"
 
 
@@ -101,12 +110,12 @@ class Rival(Step):
 
     def task(self, chain: Chain) -> tuple:
         """The rival's search, as a task of `whole_search`."""
-        return (spec_of(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order,
+        return (self.spec(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order,
                 chain.graph.variables, chain.deadline, chain.knowledge)
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         share = crossing_share(chain.graph, chain.clusters)
-        spec = spec_of(chain)
+        spec = self.spec(chain)
         result = memory.get(0, spec)
         if result is not None:
             chain.show.note("resuming: the whole-problem rival's run is in the checkpoint")
@@ -124,13 +133,14 @@ class Rival(Step):
         return graph, account
 
 
-def spec_of(chain: Chain) -> dict[str, Any]:
-    """What the rival searches, as its checkpoint key: with prior knowledge the fGES, else the order search over
-    every pair from the fused graph's order (named by a digest of that order)."""
-    if chain.knowledge is not None:
-        return WITH_KNOWLEDGE
-    digest = hashlib.sha256(np.ascontiguousarray(chain.fused_order, dtype=np.int64).tobytes()).hexdigest()[:16]
-    return {"method": "boss-every-pair", "penalty": PENALTY, "start": digest}
+    def spec(self, chain: Chain) -> dict[str, Any]:
+        """What the rival searches, as its checkpoint key: with prior knowledge the fGES, else the order search
+        over every pair from the fused graph's order (named by a digest of that order) and its bound on nodes."""
+        if chain.knowledge is not None:
+            return WITH_KNOWLEDGE
+        digest = hashlib.sha256(np.ascontiguousarray(chain.fused_order, dtype=np.int64).tobytes()).hexdigest()[:16]
+        return {"method": "boss-every-pair", "penalty": PENALTY, "start": digest,
+                "nodes": self.config.nodes * chain.graph.p or None}
 
 
 def described(chain: Chain) -> str:
@@ -142,12 +152,15 @@ def described(chain: Chain) -> str:
 def whole_search(spec: dict[str, Any], z: np.ndarray, order: np.ndarray, variables: tuple[str, ...],
                  deadline: float | None, knowledge: Knowledge | None) -> MemberRun:
     """The rival's search on the standardised data `z` (a task): its CPDAG as a member run, TIMED_OUT when the
-    user's wall limit passed first."""
+    user's wall limit passed first; a search its bound on nodes stopped says so in the run's note (`error`)."""
     if knowledge is not None:
         return run_member(spec, covariance(z), z.shape[0], variables, None, 1, deadline, knowledge)
     begin = time.perf_counter()
-    dag = call_within(RUNNER, {"x": z, "penalty": PENALTY, "order": order, "pairs": None}, remaining(None, deadline))
-    if dag is None:
+    found = call_within(BOUNDED_RUNNER, {"x": z, "penalty": PENALTY, "order": order, "pairs": None,
+                                         "nodes": spec["nodes"]}, remaining(None, deadline))
+    if found is None:
         return MemberRun(dict(spec), TIMED_OUT, None, None, None, time.perf_counter() - begin)
+    dag, stopped = found
     cpdag = dag_to_cpdag(PDAG(variables, dag))
-    return MemberRun(dict(spec), OK, cpdag.directed, cpdag.undirected, None, time.perf_counter() - begin)
+    note = f"stopped at its bound of {spec['nodes']:,} tree nodes (rival.nodes per variable)" if stopped else None
+    return MemberRun(dict(spec), OK, cpdag.directed, cpdag.undirected, None, time.perf_counter() - begin, note)
