@@ -1,15 +1,15 @@
-"""PEF's polish step: BOSS over each cluster and its Markov blanket, after the repair.
+"""PEF's polish step: BOSS over each cluster and its Markov blanket, on the graph the rival or the repair left.
 
 The repair's fGES fixes the seams edge by edge; a permutation search (BOSS) finds better DAGs than fGES
 from the same candidates, but one BOSS over all variables is dear (each variable is tried at every
 position). Per cluster it is cheap: each
-cluster's variables are searched together with their Markov blanket in the repaired graph (parents,
+cluster's variables are searched together with their Markov blanket in the graph so far (parents,
 children and the children's other parents, wherever they lie), so a parent across a seam is in the
-search; BOSS starts from the repaired DAG's order and may give a variable parents only among its
+search; BOSS starts from that graph's DAG order and may give a variable parents only among its
 candidate partners (hpc.pef.candidates.candidate_pairs), in numpy (hpc.learners.order_search: Tetrad's BOSS's
 DAGs in 3-13x fewer seconds). Each cluster decides its own variables' parents;
 the parent sets are joined, and a cross-cluster edge that would close a cycle is reversed. A cluster whose
-search would be too large is searched in parts that follow the repaired graph's edges (split_core), so the
+search would be too large is searched in parts that follow the graph's edges (split_core), so the
 polish stays affordable on the large clusters of graphs without block structure. The same searches run over
 any grouping of the variables: the pipeline's recut runs them again over the finished graph's own communities
 (`communities`), whose cuts fall elsewhere than the partition's.
@@ -112,8 +112,8 @@ def blankets(dag: PDAG) -> list[set[int]]:
 
 def split_core(dag: PDAG, rank: np.ndarray, core: np.ndarray, upto: int, mb: list[set[int]]) -> list[np.ndarray]:
     """`core` in parts whose search (part and blanket) has at most `upto` variables, or `core` whole when it
-    fits. Parts grow along the repaired graph's edges inside the core (breadth first from the earliest
-    variable in the repaired order), so a part's variables share much of their blankets; a variable whose
+    fits. Parts grow along the start graph's edges inside the core (breadth first from the earliest
+    variable in its order), so a part's variables share much of their blankets; a variable whose
     blanket alone is larger is a part of its own, whose search is then over the cap and does not run."""
     if not upto or len(core) + len(blanket(dag, core)) <= upto:
         return [core]
@@ -240,7 +240,7 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
 
 
 class Polish(Step):
-    """BOSS over each of PEF's clusters and its Markov blanket, after the repair."""
+    """BOSS over each of PEF's clusters and its Markov blanket, on the graph the steps before it left."""
 
     name, Config = "polish", PolishConfig
     doc = "BOSS over each cluster and its Markov blanket, in searches of at most `upto` variables"
