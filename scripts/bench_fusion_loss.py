@@ -17,13 +17,12 @@ import time
 
 import numpy as np
 
-from benchlib import problem as make_problem
+from benchlib import FGES_FAITHFUL, problem as make_problem
 from hpc.executors import make_executor
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import evaluate
 from hpc.graphs.pdag import PDAG
 from hpc.pef.partition import cluster_labels
-from hpc.pef.rival import WITH_KNOWLEDGE as FGES_FAITHFUL
 from hpc.run import MethodSpec, build_estimator
 
 

@@ -27,13 +27,12 @@ from functools import partial
 from pathlib import Path
 
 import yaml
-from benchlib import grid, seeds_arg, summary
+from benchlib import FGES_FAITHFUL, grid, seeds_arg, summary
 from hpc.cli.learn import parse_params
 from hpc.learners.ensemble import load_sle
 from hpc.learners.members import member_from_spec
 from hpc.executors import DaskExecutor, allocated_cpus
 from hpc.pef.pipeline import PEF
-from hpc.pef.rival import WITH_KNOWLEDGE as FGES_FAITHFUL
 from hpc.pef.steps import NONE
 from hpc.run import pef_configs
 

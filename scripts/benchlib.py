@@ -21,6 +21,10 @@ from hpc.data.generate import GRAPH_MODELS, benchmark_problem
 from hpc.graphs.metrics import evaluate
 from hpc.resources import PeakMemory
 
+#: One whole fGES as the strongest Tetrad baseline here: faithfulness, at most 91 parents, the learned ensemble's
+#: winning penalty (λ 2.54).
+FGES_FAITHFUL: dict[str, Any] = {"method": "fges", "penalty": 2.53767, "max_parents": 91, "faithfulness": True}
+
 #: A method: the problem in, (graph or None, status, extra columns) out.
 Method = Callable[[Any], tuple[Any, str, dict[str, Any]]]
 

@@ -162,6 +162,8 @@ def test_pef_honours_knowledge_in_its_clusters_fusion_repair_polish_and_sweep(me
     assert len(free_violations) > 5
     known = PEF(knowledge=knowledge, **settings).fit(problem.data, names)
     assert known.status_ == "ok" and knowledge.violations(known.graph_) == []
+    # no whole-problem rival keeps knowledge, so the repair's chain runs
+    assert "prior knowledge" in known.steps_["rival"]["skipped"] and known.steps_["repair"]["rounds"]
     assert known.steps_["polish"]["searches"] == len(known.clusters_) and "knowledge_fixed" in known.steps_["polish"]
     assert "knowledge_fixed" in known.steps_["sweep"]  # the sweep ran under the knowledge
     edges = {frozenset(e[:2]): e for e in known.graph_.named_edges()}

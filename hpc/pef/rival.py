@@ -8,7 +8,9 @@ cut problem gives cheaply and well. At 1,000 variables it stood on every problem
 recut after it finished ahead of the repair's chain on every tuning seed (100-102) of ws, sbm and mosaic, by 21,
 52 and 118 SHD on the mean, and on layer where that chain gave no graph in practice (BENCHMARKS.md, "A whole-
 problem rival"). A graph it leaves has no seams, so the repair does not run after it. With prior knowledge,
-which that search does not keep, the rival is Tetrad's fGES with faithfulness at the same penalty.
+which that search does not keep, there is no rival: the one whole search that keeps it, Tetrad's fGES, has no
+bound on its cost (sf-1000: 880 s) and was less accurate than PEF's chain on block-structured problems (ws-1000:
+1,033 SHD against 504), where its BIC would still beat the fused graph's.
 
 It was once gated by the share of PEF's edges that join two clusters (block-structured problems 0.13-0.18, er
 and hub 0.42): that gate kept it from a repaired-and-polished PEF graph it then lost to on Alarm and ws. Judged
@@ -26,10 +28,9 @@ import numpy as np
 
 from hpc.checks import check_number
 from hpc.graphs.equivalence import dag_to_cpdag
-from hpc.graphs.knowledge import Knowledge
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import bic, covariance
-from hpc.learners.ensemble import MemberRun, remaining, run_member
+from hpc.learners.ensemble import MemberRun, remaining
 from hpc.learners.members import OK, TIMED_OUT
 from hpc.learners.order_search import BOUNDED_RUNNER
 from hpc.learners.worker import call_within
@@ -39,8 +40,6 @@ from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit
 
 #: The rival's BIC penalty discount: the learned ensemble's winning penalty (its fGES members' λ 2.54).
 PENALTY = 2.53767
-#: The rival where there is prior knowledge: fGES with faithfulness (at most 91 parents), which keeps it.
-WITH_KNOWLEDGE: dict[str, Any] = {"method": "fges", "penalty": PENALTY, "max_parents": 91, "faithfulness": True}
 #: The BIC penalty discount the two graphs are judged by (Tetrad's documented default, the repair's).
 JUDGE_PENALTY = 2.0
 
@@ -106,12 +105,14 @@ class Rival(Step):
             return f"{chain.graph.p} variables, above rival.upto {self.config.upto}"
         if chain.graph.p > chain.n:  # one search over them all would see a singular covariance
             return f"{chain.graph.p} variables for {chain.n} rows: a whole-problem search needs no more variables than rows"
+        if chain.knowledge is not None:
+            return "prior knowledge, which the whole-problem search does not keep"
         return None
 
     def task(self, chain: Chain) -> tuple:
         """The rival's search, as a task of `whole_search`."""
         return (self.spec(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order,
-                chain.graph.variables, chain.deadline, chain.knowledge)
+                chain.graph.variables, chain.deadline)
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         share = crossing_share(chain.graph, chain.clusters)
@@ -132,29 +133,22 @@ class Rival(Step):
         chain.show.note(f"rival: {outcome(account)}")
         return graph, account
 
-
     def spec(self, chain: Chain) -> dict[str, Any]:
-        """What the rival searches, as its checkpoint key: with prior knowledge the fGES, else the order search
-        over every pair from the fused graph's order (named by a digest of that order) and its bound on nodes."""
-        if chain.knowledge is not None:
-            return WITH_KNOWLEDGE
+        """What the rival searches, as its checkpoint key: the order search over every pair from the fused graph's
+        order (named by a digest of that order) and its bound on nodes."""
         digest = hashlib.sha256(np.ascontiguousarray(chain.fused_order, dtype=np.int64).tobytes()).hexdigest()[:16]
         return {"method": "boss-every-pair", "penalty": PENALTY, "start": digest,
                 "nodes": self.config.nodes * chain.graph.p or None}
 
 
 def described(chain: Chain) -> str:
-    if chain.knowledge is not None:
-        return f"one fGES (faithful, λ {PENALTY:.2f}, with the prior knowledge) over all {chain.graph.p} variables"
     return f"one BOSS over every pair of all {chain.graph.p} variables (λ {PENALTY:.2f}, from the fused graph's order)"
 
 
 def whole_search(spec: dict[str, Any], z: np.ndarray, order: np.ndarray, variables: tuple[str, ...],
-                 deadline: float | None, knowledge: Knowledge | None) -> MemberRun:
+                 deadline: float | None) -> MemberRun:
     """The rival's search on the standardised data `z` (a task): its CPDAG as a member run, TIMED_OUT when the
     user's wall limit passed first; a search its bound on nodes stopped says so in the run's note (`error`)."""
-    if knowledge is not None:
-        return run_member(spec, covariance(z), z.shape[0], variables, None, 1, deadline, knowledge)
     begin = time.perf_counter()
     found = call_within(BOUNDED_RUNNER, {"x": z, "penalty": PENALTY, "order": order, "pairs": None,
                                          "nodes": spec["nodes"]}, remaining(None, deadline))
