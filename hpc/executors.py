@@ -27,6 +27,8 @@ from typing import Any, Protocol
 from hpc.errors import PsleError
 
 LOCAL_TCP_TIMEOUT = "600s"
+#: Times a scatter is tried while worker jobs come and go under it.
+SCATTER_TRIES = 3
 #: How often a drawn run looks again for workers that joined (SLURM jobs start when they start).
 WORKER_POLL = 5.0
 
@@ -353,7 +355,14 @@ class SlurmDaskExecutor(DaskExecutor):
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and
-        every task that reads it fails; with copies, dask reruns the lost worker's tasks on the others."""
+        every task that reads it fails; with copies, dask reruns the lost worker's tasks on the others. A worker
+        job that leaves while the copies are made fails the scheduler's copying (a KeyError naming its address);
+        the copies are then made again to the workers still there."""
+        for _ in range(SCATTER_TRIES - 1):
+            try:
+                return super().scatter(obj, broadcast=True)
+            except KeyError:
+                self.client.wait_for_workers(1, timeout=600)
         return super().scatter(obj, broadcast=True)
 
 

@@ -556,3 +556,32 @@ def test_collinear_columns_give_a_graph_not_a_traceback():
     assert model.status_ == "ok" and len(model.graph_.directed) + len(model.graph_.undirected) > 0
     winners = [c["winner"] for c in model.result_meta()["clusters"]]
     assert winners and all(w is not None for w in winners)
+
+
+def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again():
+    """dask's scheduler fails a broadcast scatter with a KeyError naming a worker that left while it copied (a
+    SLURM worker job ending); the SLURM executor makes the copies again to the workers still there."""
+    from hpc.executors import SCATTER_TRIES, SlurmDaskExecutor
+
+    class Client:
+        def __init__(self, failures):
+            self.failures, self.calls, self.waits = failures, 0, 0
+
+        def scatter(self, obj, broadcast, hash):
+            self.calls += 1
+            assert broadcast and not hash
+            if self.calls <= self.failures:
+                raise KeyError("tcp://192.0.2.2:40781")
+            return f"future of {obj}"
+
+        def wait_for_workers(self, n, timeout):
+            self.waits += 1
+
+    executor = object.__new__(SlurmDaskExecutor)  # its client only: no SLURM job is started
+    executor.client = Client(failures=1)
+    assert executor.scatter("x", broadcast=False) == "future of x"
+    assert executor.client.calls == 2 and executor.client.waits == 1
+    executor.client = Client(failures=SCATTER_TRIES)  # workers that keep leaving: the error comes through
+    with pytest.raises(KeyError):
+        executor.scatter("x")
+    assert executor.client.calls == SCATTER_TRIES

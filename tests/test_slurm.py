@@ -344,7 +344,7 @@ def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run
     assert requeued["busy"] >= 1
     places = {place for step in fitted.placements_.values() for place in step}
     assert len({p.split()[2] for p in places}) >= 2 and {p.split()[2] for p in places} <= set(jobs.values())
-    assert set(fitted.placements_) == {"partition", "estimation", "fusion", "repair", "polish", "sweep", "recut"}
+    assert set(fitted.placements_) == {"partition", "estimation", "fusion", "rival", "polish", "sweep", "recut"}
     local = PEF([{"method": "fges"}], progress=False, **settings).fit(problem.data, problem.variables)
     assert fitted.graph_ == local.graph_
 
