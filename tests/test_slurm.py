@@ -5,6 +5,7 @@ Skipped where no SLURM answers, unless PSLE_REQUIRE_SLURM=1 (as in CI), where th
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -240,25 +241,55 @@ def reference_sle(tmp_path_factory) -> dict:
     return yaml.safe_load((tmp / "sle.yaml").read_text())
 
 
+def job_processes(job_id: str) -> list[int]:
+    """The processes of a job running on this machine (those whose environment names it)."""
+    tag, pids = f"SLURM_JOB_ID={job_id}".encode(), []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and tag in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:  # gone, or not ours to read
+            pass
+    return pids
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def preempt_mid_trial(ckpt: Path, job, preempt: list[str], resumes: int, trials: int) -> dict:
     """Preempt the training once it has resumed `resumes` times and recorded `trials` trials, at a moment
-    when a trial is under way with some but not all of its problems evaluated; returns that status."""
+    when a trial is under way with some but not all of its problems evaluated; returns that status.
+
+    Each look holds the job's processes (SIGSTOP) while it reads the status, so the status is the one the
+    job is held at when the preemption is sent: a trial of these small problems takes a fifth of a second,
+    and looks that let the job run on miss its windows on a fast machine."""
     from hpc.errors import PsleError
     from hpc.train.status import read_status
 
+    job_id = str(job.job_id)
     deadline = time.time() + 300
     while True:
         assert time.time() < deadline and not job.done(), "training made no progress"
+        held = job_processes(job_id)
+        signal_all(held, signal.SIGSTOP)
         try:
             s = read_status(ckpt)
         except PsleError:  # not written yet
             s = None
         w = s and s["trial_under_way"]
-        if s and w and s["resumes"] == resumes and s["trials_recorded"] >= trials and \
-                0 < w["problems_done"] < w["problems"]:
-            subprocess.run([*preempt, str(job.job_id)], check=True)
+        found = held and s and w and s["resumes"] == resumes and s["trials_recorded"] >= trials and \
+            0 < w["problems_done"] < w["problems"]
+        if found:
+            subprocess.run([*preempt, job_id], check=True)
+        signal_all(held, signal.SIGCONT)
+        if found:
             return s
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 @pytest.mark.slow
