@@ -158,3 +158,19 @@ def test_a_run_the_rival_wins_gives_the_same_cpdag_in_any_column_order():
         assert pef.steps_["rival"]["kept"] == "rival"
         graphs.append(relabel(pef.graph_, perm, problem.variables))
     assert all(compare(g, graphs[0]).shd == 0 for g in graphs[1:])
+
+
+@pytest.mark.jvm
+@pytest.mark.filterwarnings("ignore:.*200 variables for 150 rows")
+def test_the_rival_runs_with_fewer_rows_than_variables_and_fits_each_variable_on_its_parents():
+    problem = benchmark_problem(200, 2, graph="er")
+    x = problem.data[:150]  # the whole covariance is singular; each variable's regression on its parents is not
+    plain = {"repair.rounds": 0, "polish.upto": 0, "sweep.upto": 0, "recut.passes": 0}
+
+    def fit(options: dict) -> PEF:
+        return PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0),
+                   steps=steps_from({**plain, **options})).fit(x, problem.variables)
+
+    pef, off = fit({}), fit({"rival.upto": 0})
+    assert pef.steps_["rival"]["kept"] == "rival" and off.steps_["rival"] is None
+    assert compare(pef.graph_, problem.truth).shd < compare(off.graph_, problem.truth).shd

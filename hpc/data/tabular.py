@@ -244,8 +244,9 @@ def check_learnable(x: np.ndarray, names: tuple[str, ...] | list[str], source: s
                       stacklevel=3)
     if x.shape[0] <= x.shape[1]:
         warnings.warn(f"{source}: {x.shape[1]} variables for {x.shape[0]} rows (no fewer variables than rows): the "
-                      f"covariance is singular, so a search over {x.shape[0]} or more variables at once is unreliable "
-                      "(PEF searches smaller clusters, and warns again if its largest is that big)", stacklevel=3)
+                      f"covariance is singular, so a search that fits {x.shape[0]} or more variables at once is "
+                      "unreliable (PEF searches smaller clusters, and warns again if its largest is that big; its "
+                      "searches over every pair fit each variable on its few parents)", stacklevel=3)
 
 
 #: What the learners call the whole data in `warn_few_rows`; `check_learnable` has warned about it already.

@@ -1,9 +1,8 @@
 """PEF's first step after fusion: one whole-problem search as a rival to PEF's fused graph; the graph with the
 higher BIC stands, and the steps after it (the repair only where PEF's graph stood) start from it.
 
-Wherever one search over every variable is affordable (up to `upto` variables, and fewer variables than rows,
-so the covariance is not singular), PEF's fused graph is a better start for it than for the repair: the rival is
-BOSS over every pair (hpc.learners.order_search, penalty discount PENALTY) from the fused graph's order, which a
+Wherever one search over every variable is affordable (up to `upto` variables), PEF's fused graph is a better
+start for it than for the repair: the rival is BOSS over every pair (hpc.learners.order_search, penalty discount PENALTY) from the fused graph's order, which a
 cut problem gives cheaply and well. At 1,000 variables it stood on every problem tried, and the polish, sweep and
 recut after it finished ahead of the repair's chain on every tuning seed (100-102) of ws, sbm and mosaic, by 21,
 52 and 118 SHD on the mean, and on layer where that chain gave no graph in practice (BENCHMARKS.md, "A whole-
@@ -11,6 +10,12 @@ problem rival"). A graph it leaves has no seams, so the repair does not run afte
 which that search does not keep, there is no rival: the one whole search that keeps it, Tetrad's fGES, has no
 bound on its cost (sf-1000: 880 s) and was less accurate than PEF's chain on block-structured problems (ws-1000:
 1,033 SHD against 504), where its BIC would still beat the fused graph's.
+
+It runs with as many variables as rows or more, too: the order search regresses each variable on its few
+parents, never on the whole covariance, which is singular there (as the sweep's fGES does). It was once kept to
+fewer variables than rows, and on the tuning seeds that rule cost most where rows are few: Alarm-1000 (1,036
+variables for 1,000 rows) 227-329 SHD without it against 204-274 with it, er-2000 with 200 rows 1,574 against 1,124
+(BENCHMARKS.md, "Fewer rows than variables").
 
 It was once gated by the share of PEF's edges that join two clusters (block-structured problems 0.13-0.18, er
 and hub 0.42): that gate kept it from a repaired-and-polished PEF graph it then lost to on Alarm and ws. Judged
@@ -103,8 +108,6 @@ class Rival(Step):
     def applies(self, chain: Chain) -> str | None:
         if chain.graph.p > self.config.upto:
             return f"{chain.graph.p} variables, above rival.upto {self.config.upto}"
-        if chain.graph.p > chain.n:  # one search over them all would see a singular covariance
-            return f"{chain.graph.p} variables for {chain.n} rows: a whole-problem search needs no more variables than rows"
         if chain.knowledge is not None:
             return "prior knowledge, which the whole-problem search does not keep"
         return None
