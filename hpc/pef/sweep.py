@@ -21,7 +21,7 @@ import numpy as np
 from hpc.checks import check_number
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
-from hpc.pef.candidates import candidate_pairs, too_many
+from hpc.pef.candidates import candidate_pairs, gaining_pairs, too_many
 from hpc.pef.repair import Block, changes, repair_search
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
@@ -38,11 +38,18 @@ class SweepConfig:
     # 20,885 (layer); modular-2000 seed 100's 47,269, where the sweep ran over 9 minutes (BENCHMARKS.md, "Large
     # modules").
     pairs: int = 30_000
+    # Runs only on data with at most this many pairs whose correlation alone pays an edge at its penalty
+    # (hpc.pef.candidates.gaining_pairs); 0 = no bound. Tuning seed 100: Alarm-1000 7,974, ws 5,378, sbm 10,324, er
+    # 14,367, hub 17,639, mosaic 23,114, sf 62,474 (its sweep 15-105 s), layer 154,123, er-2000 with 200 rows
+    # 13,780, sf-2000 with 200 rows 135,487 (401 s); modular-2000 963,370 and modular-large-2000 1,021,555, where
+    # the sweep from the rival's graph (24,747 candidate pairs, within `pairs`) ran over 10 minutes.
+    gaining: int = 400_000
 
     def validate(self) -> None:
         check_number("sweep.upto", self.upto, 0, 10_000_000, integer=True)
         check_number("sweep.penalty", self.penalty, 1.0, 1000.0)
         check_number("sweep.pairs", self.pairs, 0, 10**12, integer=True)
+        check_number("sweep.gaining", self.gaining, 0, 10**12, integer=True)
 
 
 def fingerprint(graph: PDAG) -> str:
@@ -66,6 +73,9 @@ class Sweep(Step):
     def applies(self, chain: Chain) -> str | None:
         if chain.graph.p > self.config.upto:
             return f"{chain.graph.p} variables, above sweep.upto {self.config.upto}"
+        if self.config.gaining and (gaining := gaining_pairs(chain.z, self.config.penalty)) > self.config.gaining:
+            return f"{gaining:,} pairs of the data gain alone at penalty {self.config.penalty:g}, above sweep.gaining " \
+                   f"{self.config.gaining:,}"
         if not self.config.pairs:  # no bound: leave the pairs uncounted
             return None
         return too_many(len(candidate_pairs(chain.graph)), self.config.pairs, "sweep.pairs")
