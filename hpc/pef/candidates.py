@@ -46,10 +46,9 @@ def too_many(pairs: int, bound: int, setting: str) -> str | None:
 
 def gaining_pairs(z: np.ndarray, penalty: float) -> int:
     """Pairs of the standardised data `z` (z.T @ z the correlation matrix: hpc.pef.partition.standardize) whose
-    correlation alone pays a BIC edge at penalty discount `penalty`
-    (r^2 > 1 - n^(-penalty / n)): each is an insertion a search over every pair must score, and on data whose
-    strong effects correlate variables far apart (modular networks) they number about half of all pairs."""
+    correlation alone pays a BIC edge at penalty discount `penalty` (r^2 > 1 - n^(-penalty / n)): each is an
+    insertion a search over every pair must score, and on data whose strong effects correlate variables far apart
+    (modular networks) they number about half of all pairs."""
     n = z.shape[0]
     r = z.T @ z
     return int(np.count_nonzero(np.triu(r * r, 1) > -np.expm1(-penalty * np.log(n) / n)))
-

@@ -2,8 +2,8 @@
 higher BIC stands, and the steps after it (the repair only where PEF's graph stood) start from it.
 
 Wherever one search over every variable is affordable (up to `upto` variables), PEF's fused graph is a better
-start for it than for the repair: the rival is BOSS over every pair (hpc.learners.order_search, penalty discount PENALTY) from the fused graph's order, which a
-cut problem gives cheaply and well. At 1,000 variables it stood on every problem tried, and the polish, sweep and
+start for it than for the repair: the rival is BOSS over every pair (hpc.learners.order_search, penalty discount
+PENALTY) from the fused graph's order, which a cut problem gives cheaply and well. At 1,000 variables it stood on every problem tried, and the polish, sweep and
 recut after it finished ahead of the repair's chain on every tuning seed (100-102) of ws, sbm and mosaic, by 21,
 52 and 118 SHD on the mean, and on layer where that chain gave no graph in practice (BENCHMARKS.md, "A whole-
 problem rival"). A graph it leaves has no seams, so the repair does not run after it. With prior knowledge,
@@ -15,7 +15,7 @@ It runs with as many variables as rows or more, too: the order search regresses 
 parents, never on the whole covariance, which is singular there (as the sweep's fGES does). It was once kept to
 fewer variables than rows, and on the tuning seeds that rule cost most where rows are few: Alarm-1000 (1,036
 variables for 1,000 rows) 227-329 SHD without it against 204-274 with it, er-2000 with 200 rows 1,574 against 1,124
-(BENCHMARKS.md, "Fewer rows than variables").
+(BENCHMARKS.md, "A whole-problem rival").
 
 It was once gated by the share of PEF's edges that join two clusters (block-structured problems 0.13-0.18, er
 and hub 0.42): that gate kept it from a repaired-and-polished PEF graph it then lost to on Alarm and ws. Judged
