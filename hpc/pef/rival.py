@@ -3,13 +3,13 @@ higher BIC stands, and the steps after it (the repair only where PEF's graph sto
 
 Wherever one search over every variable is affordable (up to `upto` variables), PEF's fused graph is a better
 start for it than for the repair: the rival is BOSS over every pair (hpc.learners.order_search, penalty discount
-PENALTY) from the fused graph's order, which a cut problem gives cheaply and well. At 1,000 variables it stood
-on every problem tried, and the polish, sweep and recut after it finished ahead of the repair's chain on every
-tuning seed (100-102) of ws, sbm and mosaic, by 21, 52 and 118 SHD on the mean, and on layer where that chain gave
-no graph in practice (BENCHMARKS.md, "A whole-problem rival"). A graph it leaves has no seams, so the repair does not run after it. With prior knowledge,
-which that search does not keep, there is no rival: the one whole search that keeps it, Tetrad's fGES, has no
-bound on its cost (sf-1000: 880 s) and was less accurate than PEF's chain on block-structured problems (ws-1000:
-1,033 SHD against 504), where its BIC would still beat the fused graph's.
+PENALTY) from the fused graph's order, which a cut problem gives cheaply and well. At 1,000 variables it stood on
+every problem tried, and the polish, sweep and recut after it finished ahead of the repair's chain on every tuning
+seed (100-102) of ws, sbm and mosaic, by 21, 52 and 118 SHD on the mean, and on layer where that chain gave no
+graph in practice (BENCHMARKS.md, "A whole-problem rival"). A graph it leaves has no seams, so the repair does not
+run after it. With prior knowledge, which that search does not keep, there is no rival: the one whole search that
+keeps it, Tetrad's fGES, has no bound on its cost (sf-1000: 880 s) and was less accurate than PEF's chain on
+block-structured problems (ws-1000: 1,033 SHD against 504), where its BIC would still beat the fused graph's.
 
 It runs with as many variables as rows or more, too: the order search regresses each variable on its few
 parents, never on the whole covariance, which is singular there (as the sweep's fGES does). It was once kept to
