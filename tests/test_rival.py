@@ -174,3 +174,24 @@ def test_the_rival_runs_with_fewer_rows_than_variables_and_fits_each_variable_on
     pef, off = fit({}), fit({"rival.upto": 0})
     assert pef.steps_["rival"]["kept"] == "rival" and off.steps_["rival"] is None
     assert compare(pef.graph_, problem.truth).shd < compare(off.graph_, problem.truth).shd
+
+
+def test_a_rival_graph_with_a_variable_of_half_as_many_parents_as_rows_cannot_stand():
+    from hpc.pef.rival import overfitted
+
+    star = PDAG(tuple(f"x{i}" for i in range(9)), [(i, 8) for i in range(8)])  # x8 has 8 parents
+    assert overfitted(star, 17) is None
+    assert overfitted(star, 16) == "graph gives a variable 8 parents for 16 rows (at least half): its fits are unreliable"
+    assert overfitted(PDAG(tuple("ab")), 3) is None
+
+
+@pytest.mark.jvm
+@pytest.mark.filterwarnings("ignore:.*200 variables for 24 rows")
+def test_on_very_few_rows_the_rivals_overfitted_graph_leaves_pefs_standing():
+    problem = benchmark_problem(200, 2, graph="er")
+    plain = {"repair.rounds": 0, "polish.upto": 0, "sweep.upto": 0, "recut.passes": 0}
+    pef = PEF(SPARSE, progress=False, partition=PartitionConfig(whole_below=0), steps=steps_from(plain)).fit(
+        problem.data[:24], problem.variables)
+    rival = pef.steps_["rival"]
+    assert rival["kept"] == "pef" and "parents for 24 rows (at least half)" in rival["why"]
+    assert outcome(rival).startswith("PEF's graph stands (the rival's graph gives a variable ")
