@@ -96,10 +96,8 @@ def test_the_sweep_runs_up_to_sweep_upto_variables_and_a_resumed_run_takes_it_fr
 
 
 def test_the_sweep_does_not_start_on_data_where_too_many_pairs_gain_alone():
-    from hpc.executors import SerialExecutor
     from hpc.pef.candidates import gaining_pairs
-    from hpc.pef.step import Chain
-    from hpc.progress import Progress
+    from tests.chains import chain_of
 
     rng = np.random.default_rng(0)
     n = 1000
@@ -110,8 +108,7 @@ def test_the_sweep_does_not_start_on_data_where_too_many_pairs_gain_alone():
     r2 = np.corrcoef(x, rowvar=False) ** 2
     by_hand = int((np.triu(r2, 1) > 1 - n ** (-3.0 / n)).sum())  # r^2 at which -n ln(1 - r^2) = 3 ln n
     assert gaining_pairs(z, 3.0) == by_hand == 3
-    chain = Chain(x, z, PDAG(tuple("abcdef")), [np.arange(3), np.arange(3, 6)], SerialExecutor(), Progress(False),
-                  None, None, None, "test")
+    chain = chain_of(x, PDAG(tuple("abcdef")), [np.arange(3), np.arange(3, 6)])
     assert Sweep(SweepConfig(gaining=3)).applies(chain) is None
     assert Sweep(SweepConfig(gaining=2)).applies(chain) == \
         "3 pairs of the data gain alone at penalty 3, above sweep.gaining 2"
