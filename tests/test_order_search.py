@@ -135,22 +135,24 @@ def test_no_pairs_give_no_edges_and_a_copied_column_does_not_break_it():
 
 def test_a_nodes_partials_from_its_parents_are_the_direct_ones():
     """Down a deep path, each node's partials, residual and path inverse derived from its parent's by one sweep
-    equal those computed from the covariance directly (a fresh tree holds no parent, so it derives them directly)."""
-    from hpc.learners.order_search import GrowShrinkTrees, partners_of
+    equal those computed from the covariance directly."""
+    from hpc.learners.trees_kernel import derived, direct
 
     x = standardised("sf", 80, 104)
-    cov, p = np.cov(x, rowvar=False), x.shape[1]
-    partners = partners_of(p, None)
-    swept = GrowShrinkTrees(cov, x.shape[0], 2.0, partners)
-    v, path = 0, ()
-    swept._partials(v, path)
-    for c in np.random.default_rng(3).permutation(np.arange(1, p))[:30]:
-        path = path + (int(c),)
-        derived = swept._partials(v, path)
-        direct = GrowShrinkTrees(cov, x.shape[0], 2.0, partners)._partials(v, path)
-        assert (v, path[:-1]) in swept.held  # the parent's were there to derive from
-        np.testing.assert_allclose(derived[0], direct[0], atol=1e-10)
-        np.testing.assert_allclose(derived[1], direct[1], atol=1e-10)
-        assert derived[2] == pytest.approx(direct[2], rel=1e-12)
-        held = swept.held[(v, path)]  # and the path's inverse, updated from the parent's, is the direct one
-        np.testing.assert_allclose(held.inv, np.linalg.inv(cov[np.ix_(path, path)]), rtol=1e-9, atol=1e-9)
+    cov, p = np.ascontiguousarray(np.cov(x, rowvar=False)), x.shape[1]
+    diag = np.ascontiguousarray(np.diag(cov))
+    v = 0
+    ws = np.arange(1, p, dtype=np.int64)
+    path = np.empty(0, dtype=np.int64)
+    held = direct(cov, diag, v, path, ws)
+    for c in np.random.default_rng(3).permutation(ws)[:30]:
+        path = np.append(path, c)
+        cross0, var0, s20, inv0 = held
+        held = derived(cov, diag, path, ws, cross0, var0, s20, inv0)
+        cross, var, s2, inv = direct(cov, diag, v, path, ws)
+        np.testing.assert_allclose(held[0], cross, atol=1e-10)
+        np.testing.assert_allclose(held[1], var, atol=1e-10)
+        assert held[2] == pytest.approx(s2, rel=1e-12)
+        np.testing.assert_allclose(held[3], np.linalg.inv(cov[np.ix_(path, path)]), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(inv, held[3], rtol=1e-9, atol=1e-9)
+        assert np.all(cross[np.searchsorted(ws, path)] == 0)  # on the path: no longer a candidate

@@ -1,9 +1,10 @@
-"""`psle doctor`: Java, the Tetrad jar, FLOP and versions; --install fetches the jar."""
+"""`psle doctor`: Java, the Tetrad jar, FLOP and versions; --install fetches the jar and compiles the order search."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import version
 
 
 
@@ -16,10 +17,14 @@ def run(args: argparse.Namespace) -> None:
               f"into {runtime.jar_path().parent} ...", file=sys.stderr)
     if args.install:
         runtime.install_jar()
+        from hpc.learners.order_search import compile_kernel
+
+        compile_kernel()
     info = runtime.report()
     print(f"java      {info.java}\nlibjvm    {info.libjvm}\ntetrad    {info.tetrad}\njar       {info.jar} "
           f"(sha256 ok)\njpype     {info.jpype}")
     print(f"flopsearch {flopsearch_version()}")
+    print(f"numba     {version('numba')}")
     for name, text in {**runtime.LICENCES, **LICENCES}.items():
         print(f"licence   {name}: {text}")
 
@@ -30,7 +35,7 @@ LICENCES = {"FLOP": "MPL-2.0 (github.com/CausalDisco/flopsearch); PyPI package f
 
 def flopsearch_version() -> str:
     """The installed FLOP package, or what to do without it: only the flop learner needs it."""
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError
 
     try:
         return version("flopsearch")
@@ -41,5 +46,5 @@ def flopsearch_version() -> str:
 def add(sub) -> None:
     """Declare `psle doctor`."""
     doc = sub.add_parser("doctor", help="check Java, the Tetrad jar and versions; --install fetches the jar")
-    doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing")
+    doc.add_argument("--install", action="store_true", help="download and verify the pinned Tetrad jar if missing, and compile the order search")
     doc.set_defaults(func=run)

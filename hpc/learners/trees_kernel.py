@@ -1,0 +1,362 @@
+"""The grow-shrink trees of the order search (hpc.learners.order_search), compiled with numba.
+
+A walk down a variable's tree reads a few hundred partners per node and a new node costs a few vector sweeps;
+in Python the interpreter's overhead on those loops was most of a search's seconds (sf-1000's rival: 33 s, 60 %
+of it the walks' loops). Here the trees live in numba's typed containers and a walk is one compiled call.
+
+The trees are a trie per variable: a node is a path of partners added in turn (the grow), and holds the partners
+that raise the variable's score when added next, best first, and its residual on the path. A new node's partial
+covariances come from its parent's by one sweep on the added partner where the parent's are still held (the
+most recent nodes, in at most HELD_BYTES, first in first out), else from the covariance directly. Every loop
+runs in a fixed order, with no reassociation (no fastmath), so the same input gives the same trees.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict, List
+
+from hpc.learners.bic import MIN_RESIDUAL
+
+#: Memory for the partials of recent tree nodes, from which a child's come cheaply.
+HELD_BYTES = 64 * 2**20
+#: A variable with at least this many partners has its tree's nodes derived from their parents' (deep trees over
+#: every pair); with fewer (the polish's candidate pairs) each node is derived directly, which costs less than
+#: holding partials there.
+SWEEP_FROM = 256
+#: A shrink step must raise the local score by more than this (the search's own tolerance).
+TOLERANCE = 1e-6
+
+_I32 = types.int32[::1]
+_I64 = types.int64[::1]
+_F64 = types.float64[::1]
+_F64M = types.float64[:, ::1]
+
+# The trees' state, in the order `new_trees` returns it:
+#   root[v]: v's root node (-1: none yet); ranked[node], s2[node]: its ranked partners and residual (floored);
+#   child[node * p + c]: the node one step down by partner c; held[node]: its partials' slot in cross, var, inv,
+#   hs2; queue: held nodes in the order they came (FIFO); shrunk[node]: its slot in shrink_score, shrink_parents;
+#   counts: nodes created, the queue's head, the bytes held.
+
+
+@njit(cache=True)
+def new_trees(p: int) -> tuple:
+    return (np.full(p, -1, dtype=np.int64), List.empty_list(_I32), List.empty_list(types.float64),
+            Dict.empty(types.int64, types.int64), Dict.empty(types.int64, types.int64), List.empty_list(_F64),
+            List.empty_list(_F64), List.empty_list(_F64M), List.empty_list(types.float64),
+            List.empty_list(types.int64), Dict.empty(types.int64, types.int64), List.empty_list(types.float64),
+            List.empty_list(_I64), np.zeros(3, dtype=np.int64))
+
+
+@njit(cache=True)
+def _block(cov: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    k = len(idx)
+    out = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            out[a, b] = cov[idx[a], idx[b]]
+    return out
+
+
+@njit(cache=True)
+def inverse(block: np.ndarray) -> np.ndarray:
+    """The inverse of a covariance block (a pseudo-inverse where it is singular: collinear data)."""
+    try:
+        return np.ascontiguousarray(np.linalg.inv(block))
+    except Exception:  # noqa: BLE001 - numba raises LinAlgError as a plain exception here
+        return np.ascontiguousarray(np.linalg.pinv(block))
+
+
+@njit(cache=True)
+def fit(cov: np.ndarray, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The inverse of the path `idx`'s covariance block, v's coefficients on it and v's residual on it (not
+    floored)."""
+    k = len(idx)
+    inv = inverse(_block(cov, idx))
+    to_v = np.empty(k)
+    for a in range(k):
+        to_v[a] = cov[v, idx[a]]
+    beta = inv @ to_v
+    s2 = cov[v, v]
+    for a in range(k):
+        s2 -= to_v[a] * beta[a]
+    return inv, beta, s2
+
+
+@njit(cache=True)
+def given(cov: np.ndarray, diag: np.ndarray, v: int, idx: np.ndarray, inv: np.ndarray, beta: np.ndarray,
+          cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The partial covariances with v and the partial variances of `cols` given the path `idx` (`fit`'s inverse
+    and coefficients)."""
+    k, m = len(idx), len(cols)
+    rows = np.empty((k, m))
+    for a in range(k):
+        for j in range(m):
+            rows[a, j] = cov[idx[a], cols[j]]
+    spread = inv @ rows
+    cross, var = np.empty(m), np.empty(m)
+    for j in range(m):
+        s, t = cov[v, cols[j]], diag[cols[j]]
+        for a in range(k):
+            s -= beta[a] * rows[a, j]
+            t -= rows[a, j] * spread[a, j]
+        cross[j], var[j] = s, t
+    return cross, var
+
+
+@njit(cache=True)
+def direct(cov: np.ndarray, diag: np.ndarray, v: int, path: np.ndarray,
+           ws: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Over the partners `ws`: their partial covariances with v and partial variances given `path` (0 for those on
+    the path), v's residual on it (not floored) and the path's inverse, from the covariance."""
+    if len(path) == 0:
+        return cov[v][ws], diag[ws], cov[v, v], np.empty((0, 0))
+    inv, beta, s2 = fit(cov, v, path)
+    cross, var = given(cov, diag, v, path, inv, beta, ws)
+    for a in range(len(path)):
+        j = np.searchsorted(ws, path[a])
+        if j < len(ws) and ws[j] == path[a]:
+            cross[j] = 0.0
+            var[j] = 0.0
+    return cross, var, s2, inv
+
+
+@njit(cache=True)
+def derived(cov: np.ndarray, diag: np.ndarray, path: np.ndarray, ws: np.ndarray, cross0: np.ndarray, var0: np.ndarray,
+            s20: float, inv0: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray] | None:
+    """`direct`'s answer for `path` from its parent's (the path without its last partner: `cross0`, `var0`, `s20`,
+    `inv0`) by one sweep on that partner, in O(k m) rather than O(k^2 m); None where the partner is (nearly) a
+    combination of the path before it."""
+    k = len(path)
+    last = path[k - 1]
+    j = np.searchsorted(ws, last)
+    vc = var0[j]
+    if not vc > MIN_RESIDUAL * diag[last]:
+        return None
+    b = np.zeros(k - 1)
+    for a in range(k - 1):
+        s = 0.0
+        for t in range(k - 1):
+            s += inv0[a, t] * cov[path[t], last]
+        b[a] = s
+    m = len(ws)
+    full = cov[last].copy()  # over whole rows, then the partners: contiguous rows the compiler vectorises
+    for t in range(k - 1):
+        bt, before = b[t], cov[path[t]]
+        for w in range(len(full)):
+            full[w] -= bt * before[w]
+    rc = full[ws]
+    inv = np.empty((k, k))
+    for a in range(k - 1):
+        for t in range(k - 1):
+            inv[a, t] = inv0[a, t] + b[a] * b[t] / vc
+        inv[a, k - 1] = -b[a] / vc
+        inv[k - 1, a] = -b[a] / vc
+    inv[k - 1, k - 1] = 1.0 / vc
+    g = cross0[j] / vc
+    cross, var = np.empty(m), np.empty(m)
+    for jj in range(m):
+        cross[jj] = cross0[jj] - g * rc[jj]
+        var[jj] = var0[jj] - rc[jj] * rc[jj] / vc
+    cross[j] = 0.0
+    var[j] = 0.0
+    return cross, var, s20 - g * cross0[j], inv
+
+
+@njit(cache=True)
+def ranked_partners(cov: np.ndarray, diag: np.ndarray, v: int, cands: np.ndarray, cross: np.ndarray, var: np.ndarray,
+                    s2: float, needed: float) -> np.ndarray:
+    """The candidates that raise v's score when added (they explain more than s2 * needed of its residual `s2`),
+    ranked by what they explain, best first (ties in the candidates' order)."""
+    m = len(cands)
+    explained = np.zeros(m)
+    cap = s2 - MIN_RESIDUAL * cov[v, v]
+    count = 0
+    for j in range(m):
+        if var[j] > MIN_RESIDUAL * diag[cands[j]]:
+            explained[j] = cross[j] * cross[j] / var[j]
+        if explained[j] > cap:
+            explained[j] = cap
+        if explained[j] > s2 * needed:
+            count += 1
+    kept = np.empty(count, dtype=np.int64)
+    gains = np.empty(count)
+    i = 0
+    for j in range(m):
+        if explained[j] > s2 * needed:
+            kept[i], gains[i] = cands[j], -explained[j]
+            i += 1
+    return kept[np.argsort(gains, kind="mergesort")].astype(np.int32)
+
+
+@njit(cache=True)
+def hold(trees: tuple, node: int, cross: np.ndarray, var: np.ndarray, s2: float, inv: np.ndarray) -> None:
+    """Keep a node's partials for its children, dropping the oldest held past HELD_BYTES."""
+    held, hcross, hvar, hinv, hs2, queue, counts = trees[3], trees[5], trees[6], trees[7], trees[8], trees[9], trees[13]
+    held[node] = len(hcross)
+    hcross.append(cross)
+    hvar.append(var)
+    hinv.append(np.ascontiguousarray(inv))
+    hs2.append(s2)
+    queue.append(node)
+    counts[2] += (cross.size + var.size + inv.size) * 8
+    while counts[2] > HELD_BYTES and len(held) > 1:
+        oldest = queue[counts[1]]
+        counts[1] += 1
+        slot = held[oldest]
+        del held[oldest]
+        counts[2] -= (hcross[slot].size + hvar[slot].size + hinv[slot].size) * 8
+        hcross[slot], hvar[slot], hinv[slot] = np.empty(0), np.empty(0), np.empty((0, 0))
+
+
+@njit(cache=True)
+def make_node(trees: tuple, cov: np.ndarray, diag: np.ndarray, ws: np.ndarray, v: int, parent: int, path: np.ndarray,
+              needed: float) -> int:
+    """A new node of v's tree at `path` (its parent node `parent`, -1 for the root): its ranked partners and its
+    residual, stored; returns its index."""
+    counts = trees[13]
+    counts[0] += 1
+    floor = MIN_RESIDUAL * cov[v, v]
+    if len(ws) < SWEEP_FROM:
+        free = np.ones(len(ws), dtype=np.bool_)
+        for a in range(len(path)):
+            free[np.searchsorted(ws, path[a])] = False
+        cands = ws[free]
+        cross, var, s2, _ = direct(cov, diag, v, path, cands)
+    else:
+        cands = ws
+        found = None
+        if parent >= 0 and parent in trees[3]:
+            slot = trees[3][parent]
+            found = derived(cov, diag, path, ws, trees[5][slot], trees[6][slot], trees[8][slot], trees[7][slot])
+        if found is None:
+            cross, var, s2, inv = direct(cov, diag, v, path, ws)
+        else:
+            cross, var, s2, inv = found
+        node = len(trees[1])
+        hold(trees, node, cross, var, s2, inv)
+    s2 = max(s2, floor)
+    trees[1].append(ranked_partners(cov, diag, v, cands, cross, var, s2, needed))
+    trees[2].append(s2)
+    return len(trees[1]) - 1
+
+
+@njit(cache=True)
+def residual_variance(cov: np.ndarray, v: int, idx: np.ndarray) -> float:
+    """hpc.learners.bic.residual_variance, compiled: v's residual on `idx` (least squares where singular)."""
+    block = _block(cov, idx)
+    c = np.empty(len(idx))
+    for a in range(len(idx)):
+        c[a] = cov[idx[a], v]
+    try:
+        beta = np.linalg.solve(block, c)
+    except Exception:  # noqa: BLE001
+        beta = np.linalg.lstsq(block, c)[0]
+    return max(cov[v, v] - c @ beta, MIN_RESIDUAL * cov[v, v])
+
+
+@njit(cache=True)
+def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2: float) -> tuple[float, np.ndarray]:
+    """v's score and parents after the shrink of `grown` (whose residual is `s2`): while removing a parent gains,
+    remove the one whose removal gains most. Each step's leave-one-out residuals come from one inverse: dropping
+    parent i raises the residual by beta_i^2 / inv_ii."""
+    parents = np.sort(grown)
+    score = -n * math.log(s2) - cost * len(parents)
+    floor = MIN_RESIDUAL * cov[v, v]
+    while len(parents) > 0:
+        k = len(parents)
+        left = np.empty(k)
+        if k == 1:
+            left[0] = cov[v, v]
+        else:
+            inv, beta, full = fit(cov, v, parents)
+            fine = full > floor
+            for a in range(k):
+                fine = fine and inv[a, a] > 0
+            for a in range(k):
+                left[a] = full + beta[a] * beta[a] / inv[a, a] if fine else 0.0
+            if not fine:  # collinear: one fit each
+                for a in range(k):
+                    left[a] = residual_variance(cov, v, np.delete(parents, a))
+        best, drop = -np.inf, -1
+        for a in range(k):
+            s = -n * math.log(max(left[a], floor)) - cost * (k - 1)
+            if s > best:
+                best, drop = s, a
+        if not best > score + TOLERANCE:
+            break
+        parents = np.delete(parents, drop)
+        score = best
+    return score, parents
+
+
+@njit(cache=True)
+def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcross: List, hvar: List, hinv: List,
+         hs2: List, queue: List, shrunk: Dict, shrink_score: List, shrink_parents: List, counts: np.ndarray,
+         cov: np.ndarray, diag: np.ndarray, pstart: np.ndarray, plist: np.ndarray, n: float, cost: float, needed: float,
+         v: int, pos: np.ndarray, limit: int, x: int, x_in: bool) -> tuple[float, np.ndarray, np.ndarray, int]:
+    """v's local score and parents when its partners placed before `limit` in `pos` may be parents, except that
+    partner `x` (if >= 0) may be one exactly when `x_in`; the partners the walk looked at (only a change in whether
+    one of those may be a parent can change the answer); and the first place of those it looked at that might not
+    be parents (len(pos) if none)."""
+    # one argument each, not the state's tuple: numba types a tuple argument member by member on every call
+    trees = (root, ranked, s2s, held, child, hcross, hvar, hinv, hs2, queue, shrunk, shrink_score, shrink_parents,
+             counts)
+    p = len(pos)
+    ws = plist[pstart[v]:pstart[v + 1]]
+    node = root[v]
+    if node < 0:
+        node = make_node(trees, cov, diag, ws, v, -1, np.empty(0, dtype=np.int64), needed)
+        root[v] = node
+    path = np.empty(len(ws), dtype=np.int64)
+    depth = 0
+    seen = np.empty(64, dtype=np.int64)
+    count = 0
+    low = p
+    while True:
+        here = ranked[node]
+        size = len(here)
+        i = 0
+        while i < size:
+            c = here[i]
+            q = pos[c]
+            if (x_in if c == x else q < limit):
+                break
+            if q < low:
+                low = q
+            i += 1
+        upto = min(i + 1, size)
+        if count + upto > len(seen):
+            grown = np.empty(2 * (count + upto), dtype=np.int64)
+            grown[:count] = seen[:count]
+            seen = grown
+        for a in range(upto):
+            seen[count + a] = here[a]
+        count += upto
+        if i == size:
+            break
+        c = here[i]
+        path[depth] = c
+        depth += 1
+        key = node * p + c
+        if key in child:
+            node = child[key]
+        else:
+            made = make_node(trees, cov, diag, ws, v, node, path[:depth].copy(), needed)
+            child[key] = made
+            node = made
+    s2 = s2s[node]
+    if depth == 0:
+        return -n * math.log(s2), np.empty(0, dtype=np.int64), seen[:count], low
+    if node in shrunk:
+        slot = shrunk[node]
+        score, parents = shrink_score[slot], shrink_parents[slot]
+    else:
+        score, parents = shrink(cov, n, cost, v, path[:depth].copy(), s2)
+        shrunk[node] = len(shrink_score)
+        shrink_score.append(score)
+        shrink_parents.append(parents)
+    return score, parents, seen[:count], low
