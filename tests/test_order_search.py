@@ -156,3 +156,18 @@ def test_a_nodes_partials_from_its_parents_are_the_direct_ones():
         np.testing.assert_allclose(held[3], np.linalg.inv(cov[np.ix_(path, path)]), rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(inv, held[3], rtol=1e-9, atol=1e-9)
         assert np.all(cross[np.searchsorted(ws, path)] == 0)  # on the path: no longer a candidate
+
+
+def test_the_kernels_inverses_are_numpys():
+    """The trees' block inverse (Cholesky in loops), its downdate without one variable, and the pseudo-inverse of a
+    block that is not positive definite."""
+    from hpc.learners.trees_kernel import inverse, without
+
+    a = np.random.default_rng(5).normal(size=(200, 30))
+    block = np.cov(a, rowvar=False)
+    inv = inverse(block)
+    np.testing.assert_allclose(inv, np.linalg.inv(block), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(without(inv, 7), np.linalg.inv(np.delete(np.delete(block, 7, 0), 7, 1)), rtol=1e-9,
+                               atol=1e-12)
+    twin = np.cov(np.column_stack([a[:, :3], a[:, 0]]), rowvar=False)  # a copied column: singular
+    np.testing.assert_allclose(inverse(twin), np.linalg.pinv(twin), rtol=1e-6, atol=1e-9)

@@ -8,7 +8,8 @@ The trees are a trie per variable: a node is a path of partners added in turn (t
 that raise the variable's score when added next, best first, and its residual on the path. A new node's partial
 covariances come from its parent's by one sweep on the added partner where the parent's are still held (the
 most recent nodes, in at most HELD_BYTES, first in first out), else from the covariance directly. Every loop
-runs in a fixed order, with no reassociation (no fastmath), so the same input gives the same trees.
+runs in a fixed order, with no reassociation (no fastmath) and no BLAS (whose kernels and threads differ between
+machines), so the same input gives the same trees.
 """
 
 from __future__ import annotations
@@ -63,11 +64,41 @@ def _block(cov: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def inverse(block: np.ndarray) -> np.ndarray:
-    """The inverse of a covariance block (a pseudo-inverse where it is singular: collinear data)."""
-    try:
-        return np.ascontiguousarray(np.linalg.inv(block))
-    except Exception:  # noqa: BLE001 - numba raises LinAlgError as a plain exception here
-        return np.ascontiguousarray(np.linalg.pinv(block))
+    """The inverse of a covariance block, by its Cholesky factor in loops: blocks are small, LAPACK's calls cost
+    more than their arithmetic there, and its threads would make the rounding depend on the core count. A
+    pseudo-inverse where the block is not positive definite (collinear data)."""
+    k = block.shape[0]
+    low = np.zeros((k, k))
+    for j in range(k):
+        d = block[j, j]
+        for t in range(j):
+            d -= low[j, t] * low[j, t]
+        if not d > 0:
+            return np.ascontiguousarray(np.linalg.pinv(block))
+        d = math.sqrt(d)
+        low[j, j] = d
+        for i in range(j + 1, k):
+            e = block[i, j]
+            for t in range(j):
+                e -= low[i, t] * low[j, t]
+            low[i, j] = e / d
+    li = np.zeros((k, k))  # the factor's inverse, lower triangular too
+    for i in range(k):
+        li[i, i] = 1.0 / low[i, i]
+        for j in range(i):
+            e = 0.0
+            for t in range(j, i):
+                e -= low[i, t] * li[t, j]
+            li[i, j] = e / low[i, i]
+    inv = np.empty((k, k))
+    for a in range(k):
+        for b in range(a + 1):
+            e = 0.0
+            for t in range(a, k):
+                e += li[t, a] * li[t, b]
+            inv[a, b] = e
+            inv[b, a] = e
+    return inv
 
 
 @njit(cache=True)
@@ -79,7 +110,10 @@ def fit(cov: np.ndarray, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarra
     to_v = np.empty(k)
     for a in range(k):
         to_v[a] = cov[v, idx[a]]
-    beta = inv @ to_v
+    beta = np.zeros(k)  # loops, not BLAS, as in `inverse`
+    for a in range(k):
+        for t in range(k):
+            beta[a] += inv[a, t] * to_v[t]
     s2 = cov[v, v]
     for a in range(k):
         s2 -= to_v[a] * beta[a]
@@ -96,7 +130,12 @@ def given(cov: np.ndarray, diag: np.ndarray, v: int, idx: np.ndarray, inv: np.nd
     for a in range(k):
         for j in range(m):
             rows[a, j] = cov[idx[a], cols[j]]
-    spread = inv @ rows
+    spread = np.zeros((k, m))
+    for a in range(k):
+        for t in range(k):
+            it, rt, sa = inv[a, t], rows[t], spread[a]
+            for j in range(m):
+                sa[j] += it * rt[j]
     cross, var = np.empty(m), np.empty(m)
     for j in range(m):
         s, t = cov[v, cols[j]], diag[cols[j]]
@@ -143,12 +182,22 @@ def derived(cov: np.ndarray, diag: np.ndarray, path: np.ndarray, ws: np.ndarray,
             s += inv0[a, t] * cov[path[t], last]
         b[a] = s
     m = len(ws)
-    full = cov[last].copy()  # over whole rows, then the partners: contiguous rows the compiler vectorises
-    for t in range(k - 1):
-        bt, before = b[t], cov[path[t]]
-        for w in range(len(full)):
-            full[w] -= bt * before[w]
-    rc = full[ws]
+    if 8 * m < len(diag):  # few partners: gather them
+        rc = np.empty(m)
+        row = cov[last]
+        for jj in range(m):
+            rc[jj] = row[ws[jj]]
+        for t in range(k - 1):
+            bt, before = b[t], cov[path[t]]
+            for jj in range(m):
+                rc[jj] -= bt * before[ws[jj]]
+    else:  # whole rows, then the partners: contiguous rows the compiler vectorises
+        full = cov[last].copy()
+        for t in range(k - 1):
+            bt, before = b[t], cov[path[t]]
+            for w in range(len(full)):
+                full[w] -= bt * before[w]
+        rc = full[ws]
     inv = np.empty((k, k))
     for a in range(k - 1):
         for t in range(k - 1):
@@ -259,20 +308,43 @@ def residual_variance(cov: np.ndarray, v: int, idx: np.ndarray) -> float:
 
 
 @njit(cache=True)
+def without(inv: np.ndarray, i: int) -> np.ndarray:
+    """The inverse of a block without its row and column i, from the block's inverse `inv` in O(k^2)."""
+    k = inv.shape[0]
+    out = np.empty((k - 1, k - 1))
+    pivot = inv[i, i]
+    for a in range(k - 1):
+        sa = a + (a >= i)
+        for b in range(k - 1):
+            sb = b + (b >= i)
+            out[a, b] = inv[sa, sb] - inv[sa, i] * inv[i, sb] / pivot
+    return out
+
+
+@njit(cache=True)
 def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2: float) -> tuple[float, np.ndarray]:
     """v's score and parents after the shrink of `grown` (whose residual is `s2`): while removing a parent gains,
-    remove the one whose removal gains most. Each step's leave-one-out residuals come from one inverse: dropping
-    parent i raises the residual by beta_i^2 / inv_ii."""
+    remove the one whose removal gains most. Each step's leave-one-out residuals come from the parents' inverse
+    (dropping parent i raises the residual by beta_i^2 / inv_ii), and the next step's inverse from this one's."""
     parents = np.sort(grown)
     score = -n * math.log(s2) - cost * len(parents)
     floor = MIN_RESIDUAL * cov[v, v]
+    inv = inverse(_block(cov, parents)) if len(parents) > 1 else np.empty((0, 0))
     while len(parents) > 0:
         k = len(parents)
         left = np.empty(k)
         if k == 1:
             left[0] = cov[v, v]
         else:
-            inv, beta, full = fit(cov, v, parents)
+            c = np.empty(k)
+            for a in range(k):
+                c[a] = cov[parents[a], v]
+            full = cov[v, v]
+            beta = np.zeros(k)
+            for a in range(k):
+                for t in range(k):
+                    beta[a] += inv[a, t] * c[t]
+                full -= c[a] * beta[a]
             fine = full > floor
             for a in range(k):
                 fine = fine and inv[a, a] > 0
@@ -288,6 +360,8 @@ def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2
                 best, drop = s, a
         if not best > score + TOLERANCE:
             break
+        if k > 2:
+            inv = without(inv, drop) if inv[drop, drop] > 0 else inverse(_block(cov, np.delete(parents, drop)))
         parents = np.delete(parents, drop)
         score = best
     return score, parents
