@@ -393,23 +393,8 @@ def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcr
     while True:
         here = ranked[node]
         size = len(here)
-        i = 0
-        while i < size:
-            c = here[i]
-            q = pos[c]
-            if (x_in if c == x else q < limit):
-                break
-            if q < low:
-                low = q
-            i += 1
-        upto = min(i + 1, size)
-        if count + upto > len(seen):
-            grown = np.empty(2 * (count + upto), dtype=np.int64)
-            grown[:count] = seen[:count]
-            seen = grown
-        for a in range(upto):
-            seen[count + a] = here[a]
-        count += upto
+        i, low = first_allowed(here, pos, limit, x, x_in, low)
+        seen, count = appended(seen, count, here[:min(i + 1, size)])
         if i == size:
             break
         c = here[i]
@@ -425,12 +410,38 @@ def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcr
     s2 = s2s[node]
     if depth == 0:
         return -n * math.log(s2), np.empty(0, dtype=np.int64), seen[:count], low
-    if node in shrunk:
-        slot = shrunk[node]
-        score, parents = shrink_score[slot], shrink_parents[slot]
-    else:
-        score, parents = shrink(cov, n, cost, v, path[:depth].copy(), s2)
+    if node not in shrunk:
         shrunk[node] = len(shrink_score)
+        score, parents = shrink(cov, n, cost, v, path[:depth].copy(), s2)
         shrink_score.append(score)
         shrink_parents.append(parents)
-    return score, parents, seen[:count], low
+    slot = shrunk[node]
+    return shrink_score[slot], shrink_parents[slot], seen[:count], low
+
+
+@njit(cache=True)
+def first_allowed(here: np.ndarray, pos: np.ndarray, limit: int, x: int, x_in: bool, low: int) -> tuple[int, int]:
+    """The index in a node's ranked partners `here` of the first that may be a parent (len(here) if none), and the
+    lowest place among those before it (or `low`)."""
+    i = 0
+    while i < len(here):
+        c = here[i]
+        q = pos[c]
+        if (x_in if c == x else q < limit):
+            break
+        if q < low:
+            low = q
+        i += 1
+    return i, low
+
+
+@njit(cache=True)
+def appended(seen: np.ndarray, count: int, more: np.ndarray) -> tuple[np.ndarray, int]:
+    """`more` after the first `count` entries of the buffer `seen` (grown when full), and the new count."""
+    if count + len(more) > len(seen):
+        grown = np.empty(2 * (count + len(more)), dtype=np.int64)
+        grown[:count] = seen[:count]
+        seen = grown
+    for a in range(len(more)):
+        seen[count + a] = more[a]
+    return seen, count + len(more)
