@@ -55,10 +55,11 @@ class RivalConfig:
     # about as long as PEF; the order search's cost grows with the square of the variables.
     upto: int = 2000
     # Tree nodes per variable its search may make; past them it stops at the order it reached (0 = no bound).
-    # A count, not seconds, so the graph is the same on any machine; a node costs 100-250 us. Over every pair of
-    # tuning seed 100 at 1,000 variables the searches made 20,000 (ws), 163,000 (mosaic) and 376,000 (sf) nodes,
-    # and on layer (seed 101) 1.2 million: 1,000 per variable leaves the others 2.6x room and bounds a dense
-    # problem's search at a few minutes (BENCHMARKS.md, "A whole-problem rival").
+    # A count, not seconds, so the graph is the same on any machine; a node costs about 25 us compiled (9 s for
+    # sf-1000's 381,000). Over every pair of tuning seed 100 at 1,000 variables the searches made 20,000 (ws),
+    # 163,000 (mosaic) and 376,000 (sf) nodes, and on layer (seed 101) 1.2 million: 1,000 per variable leaves the
+    # others 2.6x room and bounds a dense problem's search at about half a minute (BENCHMARKS.md, "A whole-problem
+    # rival").
     nodes: int = 1000
 
     def validate(self) -> None:
