@@ -401,8 +401,9 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
     """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
     count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
     start is the given order (see start_order); with required edges we run the restarts (see the note on
-    required edges). One start without a backward search and without knowledge is the same search in numpy
-    (hpc.learners.order_search), 5-13x faster than Tetrad's over every pair of 300-500 variables (BENCHMARKS.md)."""
+    required edges). One start without a backward search and without knowledge is the same search compiled
+    (hpc.learners.order_search), 5-13x faster than Tetrad's over every pair of 300-500 variables in numpy and
+    faster again compiled (BENCHMARKS.md)."""
     start_jvm()
     from edu.cmu.tetrad.search import Boss, PermutationSearch
 
