@@ -105,8 +105,15 @@ def inverse(block: np.ndarray) -> np.ndarray:
 def fit(cov: np.ndarray, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """The inverse of the path `idx`'s covariance block, v's coefficients on it and v's residual on it (not
     floored)."""
-    k = len(idx)
     inv = inverse(_block(cov, idx))
+    beta, s2 = coefficients(cov, v, idx, inv)
+    return inv, beta, s2
+
+
+@njit(cache=True)
+def coefficients(cov: np.ndarray, v: int, idx: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, float]:
+    """v's coefficients on `idx` and its residual on them (not floored), given the inverse of their block."""
+    k = len(idx)
     to_v = np.empty(k)
     for a in range(k):
         to_v[a] = cov[v, idx[a]]
@@ -117,7 +124,7 @@ def fit(cov: np.ndarray, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarra
     s2 = cov[v, v]
     for a in range(k):
         s2 -= to_v[a] * beta[a]
-    return inv, beta, s2
+    return beta, s2
 
 
 @njit(cache=True)
@@ -336,15 +343,7 @@ def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2
         if k == 1:
             left[0] = cov[v, v]
         else:
-            c = np.empty(k)
-            for a in range(k):
-                c[a] = cov[parents[a], v]
-            full = cov[v, v]
-            beta = np.zeros(k)
-            for a in range(k):
-                for t in range(k):
-                    beta[a] += inv[a, t] * c[t]
-                full -= c[a] * beta[a]
+            beta, full = coefficients(cov, v, parents, inv)
             fine = full > floor
             for a in range(k):
                 fine = fine and inv[a, a] > 0
