@@ -321,6 +321,19 @@ class WorkerJob:
                    cfg.get("queue"), tuple(cfg.get("extra") or ()))
 
 
+def walltime_seconds(walltime: str) -> int:
+    """SLURM's time formats (minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
+    days-hours:minutes:seconds) as seconds."""
+    days, dash, clock = walltime.rpartition("-")
+    parts = [int(x) for x in clock.split(":")]
+    if dash:  # after a day count the fields are hours[:minutes[:seconds]]
+        parts = parts + [0] * (3 - len(parts))
+    else:  # alone they are minutes, minutes:seconds, or hours:minutes:seconds
+        parts = {1: [0, parts[0], 0], 2: [0, *parts]}.get(len(parts), parts)
+    hours, minutes, seconds = parts
+    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
 #: Seconds a worker job waits for its scheduler: one whose scheduler went away (a preempted driver job) exits.
 DEATH_TIMEOUT = 120
 
@@ -340,8 +353,12 @@ class SlurmDaskExecutor(DaskExecutor):
         prologue = ["export PYTHONHASHSEED=0"]
         python = image_python(container) if container else None
         # The scheduler runs in this process. Its active memory manager would drop the copies `scatter` makes
-        # (keeping one per key), and a requeued worker job could then take the only one with it.
-        dask.config.set({"distributed.scheduler.active-memory-manager.start": False})
+        # (keeping one per key), and a requeued worker job could then take the only one with it. dask-jobqueue
+        # cancels a worker job whose worker has been gone `lost-worker-timeout` (15 s) and submits another: a
+        # requeued job waiting in the queue would then compete with its own replacement for the node. Waiting
+        # for it as long as a job may run lets the requeued job come back as the same worker.
+        dask.config.set({"distributed.scheduler.active-memory-manager.start": False,
+                         "distributed.deploy.lost-worker-timeout": f"{walltime_seconds(worker_job.walltime)}s"})
         self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
                                      walltime=worker_job.walltime, queue=worker_job.queue,
                                      job_extra_directives=["--requeue", *worker_job.extra],

@@ -326,6 +326,10 @@ def test_training_preempted_twice_mid_trial_resumes_to_the_same_sle(tmp_path, re
     assert set(cut) <= recorded  # each cut trial was finished after its resume, not dropped
 
 
+#: Seconds dask-jobqueue waits, by default, before it cancels a lost worker's job and submits another.
+LOST_WORKER_DEFAULT = 15
+
+
 def worker_jobs(executor) -> dict[str, str]:
     """Worker address -> the SLURM job it lives in."""
     return executor.client.run(lambda: os.environ.get("SLURM_JOB_ID"))
@@ -335,8 +339,9 @@ def worker_jobs(executor) -> dict[str, str]:
 def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run(tmp_path, monkeypatch):
     """executor=slurm_dask / psle learn --nodes: PEF's tasks (neighbour blocks, member runs, fusion and repair
     blocks) run in three dask workers that are SLURM jobs; one of them is requeued (as preemption does) after the
-    first member run returns, while the others run. Dask reruns its tasks elsewhere, the job comes back as a worker,
-    and the graph is the local run's."""
+    first member run returns, while the others run, and held in the queue for longer than dask's 15 s before it
+    cancels and replaces a lost worker job. Dask reruns its tasks elsewhere, the job comes back as a worker (no
+    other worker job is submitted to compete with it for the node), and the graph is the local run's."""
     monkeypatch.chdir(tmp_path)  # the worker jobs' slurm-*.out logs land in the working directory
     from hpc.data.generate import benchmark_problem
     from hpc.executors import SlurmDaskExecutor, WorkerJob
@@ -366,12 +371,17 @@ def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run
                     while busy[0] in ex.client.scheduler_info()["workers"]:
                         assert time.monotonic() < deadline, "the requeued worker job's worker never left"
                         time.sleep(0.2)
+                    # As a busy cluster keeps a requeued job waiting: past dask-jobqueue's default replacement.
+                    subprocess.run(["scontrol", "hold", str(requeued["job"])], check=True)
+                    time.sleep(2 * LOST_WORKER_DEFAULT)
+                    subprocess.run(["scontrol", "release", str(requeued["job"])])  # fails if it was cancelled
                 yield key, result
 
         ex.run_drawn = requeue_one_after_the_first_result
         fitted = PEF([{"method": "fges"}], executor=ex, progress=False, **settings).fit(problem.data, problem.variables)
         ex.client.wait_for_workers(3, timeout=300)  # the requeued job started again and its worker rejoined
-        assert requeued["job"] in set(worker_jobs(ex).values())
+        assert requeued["job"] in set(worker_jobs(ex).values()), "the requeued worker job did not come back"
+        assert jobs_since(before, 3) == set(jobs.values()), "a worker job was submitted to replace the requeued one"
     assert requeued["busy"] >= 1
     places = {place for step in fitted.placements_.values() for place in step}
     assert len({p.split()[2] for p in places}) >= 2 and {p.split()[2] for p in places} <= set(jobs.values())

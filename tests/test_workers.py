@@ -36,3 +36,12 @@ def test_worker_and_driver_memory_by_hand():
     assert worker_gb(n, p, 2) == int(np.ceil(2 * (WORKER_BYTES * values_gb + heap_gb() + PROCESS_GB)))
     assert driver_gb(n, p) == int(np.ceil(DRIVER_BYTES * values_gb + 2 * PROCESS_GB))
     assert worker_gb(n, 10 * p, 2) > worker_gb(n, p, 2) > worker_gb(n, p, 1)
+
+
+def test_walltimes_parse_as_slurm_reads_them():
+    from hpc.executors import walltime_seconds
+
+    assert walltime_seconds("30") == 30 * 60 and walltime_seconds("30:15") == 30 * 60 + 15
+    assert walltime_seconds("04:00:00") == 4 * 3600
+    assert walltime_seconds("1-2") == 26 * 3600 and walltime_seconds("1-2:30") == 26 * 3600 + 30 * 60
+    assert walltime_seconds("2-00:00:05") == 48 * 3600 + 5
