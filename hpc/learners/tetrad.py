@@ -369,14 +369,19 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
     """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
     faithful fGES (same penalty, degree at most START_DEGREE) finds, so the search starts near a good
     order whatever the column order; "columns": the order of `cov`'s columns (the learners' data-derived
-    canonical order, in effect a random one). Either made one that `knowledge` allows (allowed_start)."""
+    canonical order, in effect a random one); "auto": "fges" up to FGES_START_UPTO variables, above them
+    the order of the DAG that hpc.learners.starts's cheap starts lead to. Either made one that `knowledge`
+    allows (allowed_start)."""
     from hpc.errors import GraphError
     from hpc.graphs.equivalence import pdag_to_dag, topological_order
     from hpc.graphs.pdag import PDAG
+    from hpc.learners.starts import FGES_START_UPTO, cheap_start_search
 
+    names = tuple(str(i) for i in range(cov.shape[0]))
     if start == "columns":
         return allowed_start(np.arange(cov.shape[0]), knowledge)
-    names = tuple(str(i) for i in range(cov.shape[0]))
+    if start == "auto" and cov.shape[0] > FGES_START_UPTO:
+        return allowed_start(topological_order(PDAG(names, cheap_start_search(cov, n, penalty))), knowledge)
     try:
         graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge))
         order = topological_order(pdag_to_dag(graph, strict=False))
@@ -396,7 +401,7 @@ def _in_order(search, cov: np.ndarray, order: np.ndarray,
     return order[directed], order[undirected]
 
 
-def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool, start: str = "fges",
+def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool, start: str = "auto",
              threads: int = 1, knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
     count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
@@ -413,7 +418,12 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
         from hpc.graphs.pdag import PDAG
         from hpc.learners.order_search import order_search
 
-        dag = order_search(cov, n, penalty, start_order(cov, n, penalty, start), None)
+        from hpc.learners.starts import FGES_START_UPTO, cheap_start_search
+
+        if start == "auto" and p > FGES_START_UPTO:  # its best start's search is already the result
+            dag = cheap_start_search(cov, n, penalty)
+        else:
+            dag = order_search(cov, n, penalty, start_order(cov, n, penalty, start), None)
         cpdag = dag_to_cpdag(PDAG(tuple(map(str, range(p))), dag))
         return cpdag.directed, cpdag.undirected
 

@@ -1,0 +1,66 @@
+"""Where an order search starts on a large cluster (hpc.learners.starts): the R² sort against regressions done
+by hand, the better-by-BIC of the two cheap starts, and a BOSS member above the bound taking exactly that DAG."""
+
+import numpy as np
+import pytest
+
+from hpc.data.generate import benchmark_problem
+from hpc.graphs.equivalence import dag_to_cpdag, topological_order
+from hpc.graphs.pdag import PDAG
+from hpc.learners import starts
+from hpc.learners.bic import bic
+from hpc.learners.order_search import order_search
+
+
+def standardised_cov(nodes: int, seed: int, rows: int = 1000, family: str = "er") -> np.ndarray:
+    x = benchmark_problem(nodes, seed, rows, graph=family).data
+    return np.cov((x - x.mean(axis=0)) / x.std(axis=0), rowvar=False)
+
+
+def test_r2_order_sorts_by_each_variables_regression_on_all_the_others():
+    cov = standardised_cov(30, 101)
+    r2 = []
+    for i in range(30):  # the share of i's variance its least-squares fit on the other 29 explains
+        rest = [j for j in range(30) if j != i]
+        beta = np.linalg.solve(cov[np.ix_(rest, rest)], cov[rest, i])
+        r2.append(cov[rest, i] @ beta / cov[i, i])
+    assert starts.r2_order(cov, 1000).tolist() == np.argsort(r2, kind="stable").tolist()
+
+
+def test_r2_order_of_a_chain_by_hand():
+    """X0 -> X1 -> X2 with correlations 0.5 and 0.8: R² is 0.25 for X0, 0.64 for X2, (0.25 + 0.64 - 2 * 0.25 *
+    0.64) / (1 - 0.25 * 0.64) = 0.679 for X1."""
+    a, b = 0.5, 0.8
+    cov = np.array([[1, a, a * b], [a, 1, b], [a * b, b, 1]])
+    assert starts.r2_order(cov, 100).tolist() == [0, 2, 1]
+
+
+def test_r2_order_is_the_column_order_without_more_rows_than_variables():
+    assert starts.r2_order(standardised_cov(20, 101, rows=20), 20).tolist() == list(range(20))
+
+
+def test_the_cheap_start_keeps_the_search_of_higher_bic():
+    cov, n, penalty = standardised_cov(60, 102, family="sf"), 1000, 2.0
+    dags = [order_search(cov, n, penalty, order, None) for order in (np.arange(60), starts.r2_order(cov, n))]
+    scores = [starts.dag_bic(cov, n, penalty, d) for d in dags]
+    names = tuple(f"v{i}" for i in range(60))
+    assert scores[0] == pytest.approx(bic(PDAG(names, dags[0]), cov, n, penalty))
+    best = starts.cheap_start_search(cov, n, penalty)
+    assert starts.dag_bic(cov, n, penalty, best) == max(scores)
+    assert np.array_equal(best, dags[int(np.argmax(scores))])
+
+
+@pytest.mark.jvm
+def test_a_boss_member_above_the_bound_returns_the_cheap_starts_class(monkeypatch):
+    from hpc.learners.tetrad import run_boss, start_order
+
+    cov, n = standardised_cov(40, 103, family="hub"), 1000
+    monkeypatch.setattr(starts, "FGES_START_UPTO", 39)
+    dag = starts.cheap_start_search(cov, n, 2.0)
+    names = tuple(map(str, range(40)))
+    cpdag = dag_to_cpdag(PDAG(names, dag))
+    directed, undirected = run_boss(cov, n, 2.0, 1, False, start="auto")
+    assert PDAG(names, directed, undirected) == cpdag
+    assert start_order(cov, n, 2.0, "auto").tolist() == topological_order(PDAG(names, dag)).tolist()
+    monkeypatch.setattr(starts, "FGES_START_UPTO", 40)  # at the bound: the fGES start, as "fges" gives
+    assert start_order(cov, n, 2.0, "auto").tolist() == start_order(cov, n, 2.0, "fges").tolist()
