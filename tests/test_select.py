@@ -285,12 +285,38 @@ def test_records_rerun_makes_one_familys_runs_again_copies_the_rest_and_resumes(
     assert store.done_problems == set(doc["done_problems"]) and store.settings["rerun"] == ["bnlearn"]
     monkeypatch.setattr(records, "run_member", lambda *a: pytest.fail("a finished rerun was run again"))
     records.rerun_records(old.path, new, ("bnlearn",), SerialExecutor())
-    with pytest.raises(PsleError, match="no problems of er to run again"):
+    with pytest.raises(PsleError, match="no runs of er to make again"):
         records.rerun_records(old.path, tmp_path / "other.h5", ("er",), SerialExecutor())
     proc = subprocess.run([*PSLE, "records", "--rerun", str(old.path), "-o", str(tmp_path / "x.h5")],
                           capture_output=True, text=True)
     assert proc.returncode != 0 and proc.stderr.strip().endswith("--rerun needs --families: the families whose "
                                                                   "member runs to make again (e.g. bnlearn)")
+
+
+def test_records_rerun_of_one_member_on_large_clusters_runs_those_only(small_records, tmp_path, monkeypatch):
+    """--rerun --methods pc-stable --min-size S: PC-Stable's runs on the clusters of S or more variables are made
+    again; every other row is copied as it was."""
+    import hpc.train.records as records
+
+    path = small_records[0]
+    doc = read_records(path)
+    sizes = sorted({r["size"] for r in doc["rows"]})
+    cut = sizes[len(sizes) // 2]
+    member = lambda row: int(row["key"].rsplit("#", 1)[1])  # noqa: E731
+    wanted = sorted(r["key"] for r in doc["rows"] if member(r) == 1 and r["size"] >= cut)
+    calls, run = [], records.run_member
+    monkeypatch.setattr(records, "run_member", lambda *a: calls.append(a[0]) or run(*a))
+    store = records.rerun_records(path, tmp_path / "new.h5", ("hub", "bnlearn"), SerialExecutor(), None,
+                                  ("pc-stable",), cut)
+    assert len(calls) == len(wanted) > 0 and all(c["method"] == "pc-stable" for c in calls)
+    rows = {r["key"]: r for r in read_records(tmp_path / "new.h5")["rows"]}
+    assert sorted(rows) == sorted(r["key"] for r in doc["rows"])
+    for r in doc["rows"]:
+        if r["key"] not in wanted:
+            assert rows[r["key"]]["seconds"] == r["seconds"]
+    assert store.done_problems == set(doc["done_problems"]) and store.settings["rerun_min_size"] == cut
+    with pytest.raises(PsleError, match="no member of its portfolio is boss"):
+        records.rerun_records(path, tmp_path / "other.h5", ("hub",), SerialExecutor(), None, ("boss",))
 
 
 def test_damaged_records_are_refused(small_records, tmp_path):

@@ -64,7 +64,8 @@ def rerun(args: argparse.Namespace) -> None:
     check_runtime()
     with make_executor("serial" if args.serial else "local", args.scheduler, args.workers) as executor:
         announce_dashboard(executor)
-        store = rerun_records(args.rerun, args.output, tuple(args.families), executor, Progress(min_interval=5))
+        store = rerun_records(args.rerun, args.output, tuple(args.families), executor, Progress(min_interval=5),
+                              tuple(args.methods or ()), args.min_size)
     print(f"psle: {len(store.rows)} records ({len(store.done_problems)} problems; {', '.join(args.families)} run "
           f"again) -> {args.output}", file=sys.stderr)
 
@@ -94,6 +95,10 @@ def add(sub) -> None:
     rc.add_argument("--families", nargs="+", default=None, choices=FAMILIES,
                     help="problem families (default: every one; resuming, those the file was begun with); "
                          "with --rerun, those to run again")
+    rc.add_argument("--methods", nargs="+", default=None, metavar="METHOD",
+                    help="with --rerun: only these members' runs (say, a learner that changed)")
+    rc.add_argument("--min-size", type=whole(0), default=0,
+                    help="with --rerun: only the runs on clusters of at least this many variables")
     rc.add_argument("--problems-per-family", type=whole(1), default=6)
     rc.add_argument("--min-nodes", type=whole(1), default=500)
     rc.add_argument("--max-nodes", type=whole(1), default=2000)

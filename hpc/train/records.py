@@ -190,24 +190,38 @@ def upgrade_records(source: str | os.PathLike, path: str | os.PathLike, progress
 
 
 def rerun_records(source: str | os.PathLike, path: str | os.PathLike, families: tuple[str, ...], executor,
-                  progress=None) -> RecordStore:
-    """Records of `source` with every member run on the problems of `families` made again, on the problems as
-    this psle generates them and with its learners (say, after the generator began to shuffle the columns);
-    the other families' rows are copied. The problems and portfolio are `source`'s. Resumes from `path`."""
+                  progress=None, methods: tuple[str, ...] = (), min_size: int = 0) -> RecordStore:
+    """Records of `source` with the member runs on the problems of `families` made again, on the problems as
+    this psle generates them and with its learners (say, after the generator began to shuffle the columns, or a
+    learner changed on large clusters): every run, or only those of members whose method is in `methods` on
+    clusters of at least `min_size` variables. The other rows are copied. The problems and portfolio are
+    `source`'s. Resumes from `path`."""
     doc = read_records(source)
-    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "rerun": sorted(families)}
+    portfolio = doc["settings"]["portfolio"]
+    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "rerun": sorted(families),
+                **({"rerun_methods": sorted(methods)} if methods else {}), **({"rerun_min_size": min_size} if min_size
+                                                                           else {})}
+    if unknown := sorted(set(methods) - {m["method"] for m in portfolio}):
+        raise PsleError(f"{source}: no member of its portfolio is {', '.join(unknown)}")
     fresh = not Path(path).exists()
     store = RecordStore(path, settings, doc["settings"].get("shard", "0/1"))
-    problems = {r["key"].rsplit("#", 2)[0] for r in doc["rows"]} | set(doc["done_problems"])
-    again = sorted(p for p in problems if json.loads(p)["family"] in families)
+
+    def stale(row: dict[str, Any]) -> bool:
+        problem, _, member = row["key"].rsplit("#", 2)
+        return json.loads(problem)["family"] in families and row["size"] >= min_size and \
+            (not methods or portfolio[int(member)]["method"] in methods)
+
+    again = sorted({r["key"].rsplit("#", 2)[0] for r in doc["rows"] if stale(r)} |
+                   ({p for p in doc["done_problems"] if json.loads(p)["family"] in families} if not (methods or min_size)
+                    else set()))
     if not again:
-        raise PsleError(f"{source}: no problems of {', '.join(families)} to run again")
+        raise PsleError(f"{source}: no runs of {', '.join(families)} to make again")
     if fresh:
-        store.rows = {r["key"]: r for r in doc["rows"] if r["key"].rsplit("#", 2)[0] not in again}
+        store.rows = {r["key"]: r for r in doc["rows"] if not stale(r)}
         store.done_problems = set(doc["done_problems"]) - set(again)
         store.save()
     todo = [RecordProblem(**json.loads(p)) for p in again if p not in store.done_problems]
-    run_clusters(todo, settings["portfolio"], store, settings.get("time_limit"), settings["samples"],
+    run_clusters(todo, portfolio, store, settings.get("time_limit"), settings["samples"],
                  tuple(settings.get("weights", WEIGHTS)), executor, progress)
     return store
 
