@@ -401,7 +401,7 @@ def _in_order(search, cov: np.ndarray, order: np.ndarray,
     return order[directed], order[undirected]
 
 
-def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool, start: str = "auto",
+def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: bool, start: str = "fges",
              threads: int = 1, knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BOSS (Andrews et al. 2023) inside Tetrad's PermutationSearch, called directly so the thread
     count is ours (Tetrad's algcomparison wrapper fixes 4); seeded, so a run is repeatable. Its first
