@@ -21,6 +21,9 @@ from numba import njit, types
 from numba.typed import Dict, List
 
 from hpc.learners.bic import MIN_RESIDUAL
+from hpc.learners.numba_cache import ensure_cache_folder
+
+ensure_cache_folder()  # before the first @njit(cache=True): numba refuses one it has nowhere to cache
 
 #: Memory for the partials of recent tree nodes, from which a child's come cheaply.
 HELD_BYTES = 64 * 2**20
