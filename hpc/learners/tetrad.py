@@ -417,7 +417,6 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
         from hpc.graphs.equivalence import dag_to_cpdag
         from hpc.graphs.pdag import PDAG
         from hpc.learners.order_search import order_search
-
         from hpc.learners.starts import FGES_START_UPTO, cheap_start_search
 
         if start == "auto" and p > FGES_START_UPTO:  # its best start's search is already the result

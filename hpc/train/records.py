@@ -198,9 +198,11 @@ def rerun_records(source: str | os.PathLike, path: str | os.PathLike, families: 
     `source`'s. Resumes from `path`."""
     doc = read_records(source)
     portfolio = doc["settings"]["portfolio"]
-    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "rerun": sorted(families),
-                **({"rerun_methods": sorted(methods)} if methods else {}), **({"rerun_min_size": min_size} if min_size
-                                                                           else {})}
+    settings = {**{k: v for k, v in doc["settings"].items() if k != "shard"}, "rerun": sorted(families)}
+    if methods:
+        settings["rerun_methods"] = sorted(methods)
+    if min_size:
+        settings["rerun_min_size"] = min_size
     if unknown := sorted(set(methods) - {m["method"] for m in portfolio}):
         raise PsleError(f"{source}: no member of its portfolio is {', '.join(unknown)}")
     fresh = not Path(path).exists()
@@ -211,9 +213,10 @@ def rerun_records(source: str | os.PathLike, path: str | os.PathLike, families: 
         return json.loads(problem)["family"] in families and row["size"] >= min_size and \
             (not methods or portfolio[int(member)]["method"] in methods)
 
-    again = sorted({r["key"].rsplit("#", 2)[0] for r in doc["rows"] if stale(r)} |
-                   ({p for p in doc["done_problems"] if json.loads(p)["family"] in families} if not (methods or min_size)
-                    else set()))
+    problems = {r["key"].rsplit("#", 2)[0] for r in doc["rows"] if stale(r)}
+    if not (methods or min_size):  # every run again: a problem without rows (no cluster of two variables) too
+        problems |= {p for p in doc["done_problems"] if json.loads(p)["family"] in families}
+    again = sorted(problems)
     if not again:
         raise PsleError(f"{source}: no runs of {', '.join(families)} to make again")
     if fresh:
