@@ -357,8 +357,12 @@ class SlurmDaskExecutor(DaskExecutor):
         # cancels a worker job whose worker has been gone `lost-worker-timeout` (15 s) and submits another: a
         # requeued job waiting in the queue would then compete with its own replacement for the node. Waiting
         # for it as long as a job may run lets the requeued job come back as the same worker.
-        dask.config.set({"distributed.scheduler.active-memory-manager.start": False,
-                         "distributed.deploy.lost-worker-timeout": f"{walltime_seconds(worker_job.walltime)}s"})
+        # Both for this executor's life only (`close` puts them back): a LocalCluster made later in the same
+        # process (the Python API) gets dask's own.
+        settings = {"distributed.scheduler.active-memory-manager.start": False,
+                    "distributed.deploy.lost-worker-timeout": f"{walltime_seconds(worker_job.walltime)}s"}
+        self._previous = {key: dask.config.get(key) for key in settings}
+        dask.config.set(settings)
         self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
                                      walltime=worker_job.walltime, queue=worker_job.queue,
                                      job_extra_directives=["--requeue", *worker_job.extra],
@@ -369,6 +373,14 @@ class SlurmDaskExecutor(DaskExecutor):
         self.client.wait_for_workers(1, timeout=600)
         self.dashboard = None
         self._count(tell_places=True)
+
+    def close(self) -> None:
+        import dask
+
+        try:
+            super().close()
+        finally:
+            dask.config.set(self._previous)
 
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and

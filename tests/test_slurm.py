@@ -382,6 +382,9 @@ def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run
         ex.client.wait_for_workers(3, timeout=300)  # the requeued job started again and its worker rejoined
         assert requeued["job"] in set(worker_jobs(ex).values()), "the requeued worker job did not come back"
         assert jobs_since(before, 3) == set(jobs.values()), "a worker job was submitted to replace the requeued one"
+    import dask
+
+    assert dask.config.get("distributed.deploy.lost-worker-timeout") == f"{LOST_WORKER_DEFAULT}s"  # put back
     assert requeued["busy"] >= 1
     places = {place for step in fitted.placements_.values() for place in step}
     assert len({p.split()[2] for p in places}) >= 2 and {p.split()[2] for p in places} <= set(jobs.values())
