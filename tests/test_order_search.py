@@ -11,7 +11,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
-from hpc.learners.bic import local_scores
+from hpc.learners import starts
 from hpc.learners import order_search as search
 from hpc.learners.order_search import bounded_order_search, order_search
 
@@ -30,10 +30,7 @@ def edges(rows: np.ndarray) -> set[tuple[int, int]]:
 
 
 def dag_bic(x: np.ndarray, rows: np.ndarray, penalty: float) -> float:
-    parents: list[list[int]] = [[] for _ in range(x.shape[1])]
-    for a, b in rows.tolist():
-        parents[b].append(a)
-    return float(local_scores(np.cov(x, rowvar=False), x.shape[0], parents, penalty).sum())
+    return starts.dag_bic(np.cov(x, rowvar=False), x.shape[0], penalty, rows)
 
 
 @pytest.mark.jvm
