@@ -270,8 +270,9 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
     batched, stats = fuse(z, 400, union, clusters, config)
 
     def one_by_one(z, pairs, parents, n):
-        return np.array([fusion._pcor_pvalue(z, i, j, sorted(set(parents[i].tolist()) | set(parents[j].tolist())), n)
-                         for i, j in pairs.tolist()])
+        products = fusion.CrossProducts(z)
+        return np.array([fusion._pcor_pvalue(products, i, j, sorted(set(parents[i].tolist()) | set(parents[j].tolist())),
+                                             n) for i, j in pairs.tolist()])
 
     monkeypatch.setattr(fusion, "conditioned_pvalues", one_by_one)
     monkeypatch.setattr(fusion, "F2_BATCH", 7)
@@ -282,6 +283,22 @@ def test_f2_computed_ahead_in_batches_equals_testing_each_pair_in_turn(monkeypat
     pairs = np.array([[0, 30], [3, 27], [10, 49], [24, 25]])
     assert np.allclose(fusion.conditioned_pvalues(z, pairs, parents, 400), one_by_one(z, pairs, parents, 400),
                        rtol=1e-9, atol=1e-15)
+
+
+def test_f2_and_f3_from_the_gram_matrix_equal_them_from_the_rows(monkeypatch):
+    import hpc.pef.fusion as fusion
+
+    rng = np.random.default_rng(5)
+    dag, x = two_blocks(rng, size=25, n=400, cross=[(i, 25 + (7 * i) % 25) for i in range(0, 25, 3)])
+    within = dag.directed[(dag.directed < 25).all(axis=1) | (dag.directed >= 25).all(axis=1)]
+    union, clusters = dag.with_edges(within), [np.arange(25), np.arange(25, 50)]
+    z, config = standardize(x, np.float64), FusionConfig(alpha1=0.05, alpha2=0.01)
+    products, t = fusion.CrossProducts(z), [3, 30, 7, 41]
+    assert np.allclose(products(t), z[:, t].T @ z[:, t], rtol=1e-12) and products.gram is not None
+    from_gram, stats = fuse(z, 400, union, clusters, config)
+    monkeypatch.setattr(fusion, "GRAM_UPTO", 10)  # 50 variables: every product from the rows
+    from_rows, row_stats = fuse(z, 400, union, clusters, config)
+    assert stats.edges_added > 3 and stats.f2_candidates == row_stats.f2_candidates and from_gram == from_rows
 
 
 GATE = "psle-test-order-gate"

@@ -124,6 +124,8 @@ def test_the_repair_adds_the_cross_cluster_edges_fusion_missed_and_no_other():
     graph, account = run_step(Repair(), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 2 and account["edges_removed"] == 0
+    first = account["rounds"][0]  # one search over all 12 variables, so over every candidate pair
+    assert first["largest_search"] == 12 and first["largest_pairs"] == first["candidate_pairs"]
     # the same with each cluster a block of its own: the halo lets a block join pairs across the cut
     graph, account = run_step(Repair(RepairConfig(block=6, block_pairs=0)), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).shd == 0 and account["rounds"][0]["blocks"] == 2

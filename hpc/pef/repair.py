@@ -237,6 +237,11 @@ def acyclic_union(p: int, base: np.ndarray, extra: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
+def block_pairs(block: Block) -> int:
+    """The candidate pairs `block`'s search may join (0 where it may join any)."""
+    return 0 if block.pairs is None else len(block.pairs)
+
+
 def wide(block: Block, config: RepairConfig) -> bool:
     """Whether `block`'s search is too wide to run. Tetrad's fGES re-derives the CPDAG of its whole graph after
     each edge it adds or removes, so a search costs about its variables times the edges it tries: over
@@ -246,7 +251,7 @@ def wide(block: Block, config: RepairConfig) -> bool:
     blocks of Alarm-10000 seed 0 reach 1,626-1,908 variables over 3,744-4,708 pairs; those of modular data at
     2,000-5,000 variables 1,151-3,678 over 5,908-39,129, and one search there ran past 7 minutes). With `upto`,
     the searches are cut to that size instead, and only the bound on pairs applies."""
-    pairs = len(block.pairs if block.pairs is not None else ())
+    pairs = block_pairs(block)
     if config.pairs and pairs > config.pairs:
         return True
     return bool(config.block_pairs) and not config.upto and len(block.columns) > config.block \
@@ -345,6 +350,8 @@ class Repair(Step):
                                                    "round": len(states) - 1}, "ok", states[-1].directed,
                                                   states[-1].undirected, None, spent))
             rounds.append({"round": len(states) - 1, "blocks": len(run), "candidate_pairs": int(len(pairs)),
+                           "largest_search": max(len(blocks[b].columns) for b in run),
+                           "largest_pairs": max(block_pairs(blocks[b]) for b in run),
                            "seconds": round(spent, 3), **({"wide_blocks": len(blocks) - len(run)}
                                                           if len(run) < len(blocks) else {})})
         return states[-1], {**changes(graph, states[-1]), "engine": config.engine, "penalty": config.penalty,
