@@ -1,5 +1,6 @@
 """Where an order search starts on a large cluster (hpc.learners.starts): the R² sort against regressions done
-by hand, the better-by-BIC of the two cheap starts, and a BOSS member above the bound taking exactly that DAG."""
+by hand, the better-by-BIC of the two cheap starts, and a BOSS member above the bounds (size, density) taking exactly
+that DAG, below either the fGES start's search."""
 
 import numpy as np
 import pytest
@@ -51,16 +52,36 @@ def test_the_cheap_start_keeps_the_search_of_higher_bic():
 
 
 @pytest.mark.jvm
-def test_a_boss_member_above_the_bound_returns_the_cheap_starts_class(monkeypatch):
+def test_a_boss_member_above_the_bounds_returns_the_cheap_starts_class(monkeypatch):
     from hpc.learners.tetrad import run_boss, start_order
 
     cov, n = standardised_cov(40, 103, family="hub"), 1000
-    monkeypatch.setattr(starts, "FGES_START_UPTO", 39)
     dag = starts.cheap_start_search(cov, n, 2.0)
+    monkeypatch.setattr(starts, "FGES_START_UPTO", 39)
+    monkeypatch.setattr(starts, "DENSE_EDGES", len(dag) / 40 - 0.01)  # just under its edges per variable
     names = tuple(map(str, range(40)))
     cpdag = dag_to_cpdag(PDAG(names, dag))
     directed, undirected = run_boss(cov, n, 2.0, 1, False, start="auto")
     assert PDAG(names, directed, undirected) == cpdag
     assert start_order(cov, n, 2.0, "auto").tolist() == topological_order(PDAG(names, dag)).tolist()
-    monkeypatch.setattr(starts, "FGES_START_UPTO", 40)  # at the bound: the fGES start, as "fges" gives
-    assert start_order(cov, n, 2.0, "auto").tolist() == start_order(cov, n, 2.0, "fges").tolist()
+    fges = start_order(cov, n, 2.0, "fges").tolist()
+    assert fges != topological_order(PDAG(names, dag)).tolist()
+    fges_dag = order_search(cov, n, 2.0, np.array(fges), None)
+    # at its edges per variable the DAG is not dense: the fGES start, as "fges" gives, and the search from it
+    monkeypatch.setattr(starts, "DENSE_EDGES", len(dag) / 40)
+    assert start_order(cov, n, 2.0, "auto").tolist() == fges
+    directed, undirected = run_boss(cov, n, 2.0, 1, False, start="auto")
+    assert PDAG(names, directed, undirected) == dag_to_cpdag(PDAG(names, fges_dag))
+    monkeypatch.setattr(starts, "DENSE_EDGES", 0.0)
+    monkeypatch.setattr(starts, "FGES_START_UPTO", 40)  # at the size bound: the fGES start too
+    assert start_order(cov, n, 2.0, "auto").tolist() == fges
+
+
+def test_pef_gives_auto_to_order_search_members_without_a_start_only_on_large_problems():
+    members = [{"method": "boss", "penalty": 10.0}, {"method": "grasp", "penalty": 2.0},
+               {"method": "boss", "penalty": 2.0, "start": "fges"}, {"method": "fges", "penalty": 2.0},
+               {"method": "flop", "penalty": 13.0}]
+    assert starts.with_cheap_starts(members, starts.CHEAP_STARTS_ABOVE) == members
+    assert starts.with_cheap_starts(members, starts.CHEAP_STARTS_ABOVE + 1) == [
+        {"method": "boss", "penalty": 10.0, "start": "auto"}, {"method": "grasp", "penalty": 2.0, "start": "auto"},
+        *members[2:]]

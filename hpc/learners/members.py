@@ -204,12 +204,12 @@ PENALTY_DOC = "BIC penalty discount λ (SemBicScore)"
 PENALTY = 2.0
 #: Where an order search starts. On Alarm-1000 with shuffled columns (seed 100), BOSS λ 2.54 from a
 #: faithful fGES's order: F1-adjacency 0.945, F1-arrowhead 0.906, SHD 238 in 193 s; from the columns'
-#: order: 0.914 / 0.807 / 456 in 333 s. "auto" saves the fGES's minutes on clusters above
-#: hpc.learners.starts.FGES_START_UPTO variables, at a cost in the final graph's accuracy (hpc.learners.starts).
+#: order: 0.914 / 0.807 / 456 in 333 s. "auto" saves the fGES's minutes on large dense clusters
+#: (hpc.learners.starts), which PEF gives BOSS and GRaSP members on problems over 2,000 variables.
 START = Param("start", str, "fges", choices=("fges", "columns", "auto"), searched=False,
               doc="first order: a topological order of a faithful fGES's graph, the (data-derived) column order, "
-                  "or auto: fges up to 300 variables, above them the better by BIC of searches from the column "
-                  "order and from the R²-sorted order")
+                  "or auto: above 300 variables the better by BIC of searches from the column order and from the "
+                  "R²-sorted order where that DAG has over 1.5 edges per variable, else fges")
 
 
 class FGES(Member):

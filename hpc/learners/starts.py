@@ -1,17 +1,22 @@
 """Where an order search starts when a faithful fGES's order would cost more than the search itself
-(a BOSS member's `start="auto"`; not the default).
+(a BOSS or GRaSP member's `start="auto"`; PEF gives it to them above CHEAP_STARTS_ABOVE variables).
 
 A faithful fGES gives the best start on the clusters PEF makes of up to a few hundred variables, in
-seconds; on clusters of about 500 dense variables it took one to four minutes, against 2-20 s for the
-order search from it (tuning seed 100 of sf and layer, BENCHMARKS.md "Where an order search starts").
-There "auto" runs the search from two cheap orders and keeps the DAG of higher BIC: the data-derived
-column order (in effect a random one) and the variables sorted by R², the share of a variable's variance
-the others explain. In linear models simulated as benchmarks are, R² tends to grow along the causal order
-(Reisach, Tami, Seiler, Weichwald & Zhu, NeurIPS 2023), so that order is often near a good one; on data
-where it is not, the column order's search wins by BIC. BIC decides, never the sort alone. On the largest
-clusters of sf and layer (seed 100) it reached a higher BIC and a lower SHD than the fGES start in a tenth
-of the time, yet `psle learn`'s final graph was 8-46 SHD worse on all three tuning runs it was tried on,
-so it is a user's choice for speed, not the default.
+seconds; on clusters of about 500 dense variables it took one to six minutes, against 2-20 s for the
+order search from it (tuning seed 100 of sf, layer and modular-5000, BENCHMARKS.md "Where an order search
+starts"). There "auto" runs the search from two cheap orders and keeps the DAG of higher BIC: the
+data-derived column order (in effect a random one) and the variables sorted by R², the share of a variable's
+variance the others explain. In linear models simulated as benchmarks are, R² tends to grow along the causal
+order (Reisach, Tami, Seiler, Weichwald & Zhu, NeurIPS 2023), so that order is often near a good one; on data
+where it is not, the column order's search wins by BIC. BIC decides, never the sort alone.
+
+Only where that DAG is dense (over DENSE_EDGES edges per variable) is it kept: on sparse clusters the fGES
+start is cheap and much better (an Alarm cluster of 213 variables: SHD 43 against 121; Alarm-10000 seed 100
+with every cluster over 300 variables on the cheap starts: SHD 3,403 against 2,826). On the dense clusters of
+sf, layer and modular it reached a higher BIC than the fGES start in a tenth of the time or less, and on
+modular-5000 seed 100 a better final graph (8,623 SHD against 8,888) in a third of the time. Yet at 1,000
+variables, where the whole-problem rival runs, `psle learn`'s final graph was 8-46 SHD worse on all three
+tuning runs it was tried on (sf 100, sf 101, layer 100), so PEF gives "auto" only to larger problems.
 """
 
 from __future__ import annotations
@@ -24,6 +29,13 @@ from hpc.learners.order_search import order_search
 #: Above this many variables a BOSS member starts from the cheap orders, not from a faithful fGES's order
 #: (tuning seed 100: clusters of 162-298 variables took 2-6 s for the fGES start; 500 took 56-217 s).
 FGES_START_UPTO = 300
+#: ... where their DAG has over this many edges per variable. The cheap starts' DAGs on the clusters over 300
+#: variables of Alarm-10000 seed 100 have 0.84-1.33 (fGES starts of 2-11 s), of modular-5000 seed 100 2.02-2.41
+#: (46-290 s), of sf-1000 2.7 and layer-1000 5.8 (tuning seeds; the members' penalties).
+DENSE_EDGES = 1.5
+#: PEF gives BOSS and GRaSP members "auto" on problems over this many variables: above the whole-problem
+#: rival's (hpc.pef.rival) default size, where the clusters' own searches are what the graph keeps.
+CHEAP_STARTS_ABOVE = 2000
 
 
 def r2_order(cov: np.ndarray, n: int) -> np.ndarray:
@@ -61,3 +73,22 @@ def cheap_start_search(cov: np.ndarray, n: int, penalty: float) -> np.ndarray:
             best = (score, dag)
     assert best is not None
     return best[1]
+
+
+def dense_start(cov: np.ndarray, n: int, penalty: float) -> np.ndarray | None:
+    """The cheap starts' DAG (cheap_start_search) where "auto" keeps it: over FGES_START_UPTO variables and
+    over DENSE_EDGES edges per variable; None where the fGES start is the one to take."""
+    p = cov.shape[0]
+    if p <= FGES_START_UPTO:
+        return None
+    dag = cheap_start_search(cov, n, penalty)
+    return dag if len(dag) > DENSE_EDGES * p else None
+
+
+def with_cheap_starts(members: list[dict], p: int) -> list[dict]:
+    """`members` (specs) for a problem of `p` variables: over CHEAP_STARTS_ABOVE, each BOSS and GRaSP member that
+    names no start of its own gets "auto"."""
+    if p <= CHEAP_STARTS_ABOVE:
+        return members
+    return [{**m, "start": "auto"} if m.get("method") in ("boss", "grasp") and "start" not in m else m
+            for m in members]

@@ -369,19 +369,19 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
     """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
     faithful fGES (same penalty, degree at most START_DEGREE) finds, so the search starts near a good
     order whatever the column order; "columns": the order of `cov`'s columns (the learners' data-derived
-    canonical order, in effect a random one); "auto": "fges" up to FGES_START_UPTO variables, above them
-    the order of the DAG that hpc.learners.starts's cheap starts lead to. Either made one that `knowledge`
-    allows (allowed_start)."""
+    canonical order, in effect a random one); "auto": the order of the DAG hpc.learners.starts's cheap starts
+    lead to where it is large and dense (dense_start), else "fges". Either made one that `knowledge` allows
+    (allowed_start)."""
     from hpc.errors import GraphError
     from hpc.graphs.equivalence import pdag_to_dag, topological_order
     from hpc.graphs.pdag import PDAG
-    from hpc.learners.starts import FGES_START_UPTO, cheap_start_search
+    from hpc.learners.starts import dense_start
 
     names = tuple(str(i) for i in range(cov.shape[0]))
     if start == "columns":
         return allowed_start(np.arange(cov.shape[0]), knowledge)
-    if start == "auto" and cov.shape[0] > FGES_START_UPTO:
-        return allowed_start(topological_order(PDAG(names, cheap_start_search(cov, n, penalty))), knowledge)
+    if start == "auto" and (dag := dense_start(cov, n, penalty)) is not None:
+        return allowed_start(topological_order(PDAG(names, dag)), knowledge)
     try:
         graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge))
         order = topological_order(pdag_to_dag(graph, strict=False))
@@ -417,12 +417,12 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
         from hpc.graphs.equivalence import dag_to_cpdag
         from hpc.graphs.pdag import PDAG
         from hpc.learners.order_search import order_search
-        from hpc.learners.starts import FGES_START_UPTO, cheap_start_search
+        from hpc.learners.starts import dense_start
 
-        if start == "auto" and p > FGES_START_UPTO:  # its best start's search is already the result
-            dag = cheap_start_search(cov, n, penalty)
-        else:
-            dag = order_search(cov, n, penalty, start_order(cov, n, penalty, start), None)
+        found = dense_start(cov, n, penalty) if start == "auto" else None  # its best start's search is the result
+        dag = found if found is not None else order_search(cov, n, penalty,
+                                                           start_order(cov, n, penalty, "fges" if start == "auto"
+                                                                       else start), None)
         cpdag = dag_to_cpdag(PDAG(tuple(map(str, range(p))), dag))
         return cpdag.directed, cpdag.undirected
 

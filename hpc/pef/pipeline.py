@@ -29,6 +29,7 @@ from hpc.learners.bic import covariance
 from hpc.graphs.knowledge import Knowledge
 from hpc.learners.ensemble import MemberRun, best_run, check_knowledge, check_members, check_wall_limit, run_member
 from hpc.learners.members import OK, TIMED_OUT, member_from_spec
+from hpc.learners.starts import with_cheap_starts
 from hpc.executors import SerialExecutor
 from hpc.pef.fusion import FusionConfig, FusionStats, fuse
 from hpc.pef.checkpoint import RunCheckpoint, data_hash
@@ -370,6 +371,7 @@ class PEF:
         x, user_variables = as_learnable(x, variables)
         # Partition, searches and fusion visit variables in index order: give them one from the data.
         x, variables, order = canonical_columns(x, user_variables)
+        self.members_ = with_cheap_starts(self.members_, x.shape[1])
         run = FitRun(self.executor or SerialExecutor(), Progress(self.progress), x.shape[0],
                      None if self.wall_limit is None else time.time() + self.wall_limit,
                      None if self.checkpoint is None else RunCheckpoint(self.checkpoint,
