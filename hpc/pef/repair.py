@@ -335,10 +335,14 @@ class Repair(Step):
                            f"{config.block_pairs:,}")
                 chain.show.note(f"repair: no round {len(states)}: {stopped}")
                 break
+            largest = {"largest_search": max(len(blocks[b].columns) for b in run),
+                       "largest_pairs": max(block_pairs(blocks[b]) for b in run)}
             chain.show.note(f"repair: round {len(states)} (at most {config.rounds}) over all {graph.p} variables "
                             f"in {len(run)} block{'s' * (len(run) != 1)}, {len(pairs)} candidate pairs"
                             + (f" ({len(blocks) - len(run)} wider blocks keep their graph)" if len(run) < len(blocks)
-                               else ""))
+                               else "")
+                            + f"; the largest search {largest['largest_search']:,} variables, halo counted, over "
+                              f"{largest['largest_pairs']:,} pairs")
             begin = time.perf_counter()
             results: list = [None] * len(blocks)
             tasks = [(data, blocks[b], config.penalty, chain.deadline, chain.indexed(blocks[b].columns)) for b in run]
@@ -349,9 +353,7 @@ class Repair(Step):
             memory.put(len(states) - 1, MemberRun({"method": method, "settings": settings,
                                                    "round": len(states) - 1}, "ok", states[-1].directed,
                                                   states[-1].undirected, None, spent))
-            rounds.append({"round": len(states) - 1, "blocks": len(run), "candidate_pairs": int(len(pairs)),
-                           "largest_search": max(len(blocks[b].columns) for b in run),
-                           "largest_pairs": max(block_pairs(blocks[b]) for b in run),
+            rounds.append({"round": len(states) - 1, "blocks": len(run), "candidate_pairs": int(len(pairs)), **largest,
                            "seconds": round(spent, 3), **({"wide_blocks": len(blocks) - len(run)}
                                                           if len(run) < len(blocks) else {})})
         return states[-1], {**changes(graph, states[-1]), "engine": config.engine, "penalty": config.penalty,
