@@ -238,7 +238,7 @@ def screen_near(z: np.ndarray, lo: int, near: np.ndarray, labels: np.ndarray, pa
 
 
 #: Up to this many variables F2 and F3 read their one-pair-at-a-time cross products from the data's whole Gram
-#: matrix (p² floats: 200 MB at 5,000, 800 MB at 10,000, made once in ~1 s) instead of n rows each.
+#: matrix (p² floats: 200 MB at 5,000, 800 MB at 10,000, made once in seconds) instead of n rows each.
 GRAM_UPTO = 10_000
 
 
@@ -306,14 +306,16 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     cand = f1_candidates(z, n, clusters, parents, config, screen, stats, progress, near)
     stats.seconds["f1"] = time.perf_counter() - start
     start = time.perf_counter()
-    accepted = f2_accepted(z, n, cand, parents, config.alpha2 if config.alpha2 is not None else 1.0 / union.p**2)
+    products = CrossProducts(z)  # F2's and F3's
+    accepted = f2_accepted(z, n, cand, parents, config.alpha2 if config.alpha2 is not None else 1.0 / union.p**2,
+                           products)
     stats.f2_candidates = len(accepted)
     stats.seconds["f2"] = time.perf_counter() - start
     start = time.perf_counter()
     p = union.p
     stats.penalty = float(config.penalty if config.penalty is not None else (
         np.log(n) if p <= np.sqrt(n) else 2.0 * np.log(p)))
-    added = f3_added(z, n, union, parents, accepted, stats.penalty, allows, required)
+    added = f3_added(z, n, union, parents, accepted, stats.penalty, allows, required, products)
     stats.edges_added = len(added)
     stats.seconds["f3"] = time.perf_counter() - start
     return union.with_edges(np.concatenate([union.directed, added])), stats
@@ -359,7 +361,8 @@ def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: Pa
     return cand[np.lexsort((cand[:, 1], cand[:, 0], cand_p))]
 
 
-def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, alpha2: float) -> list[tuple[int, int]]:
+def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, alpha2: float,
+                products: CrossProducts | None = None) -> list[tuple[int, int]]:
     """F2: the candidates still dependent given pa(i) and pa(j), and the pairs accepted before them at i or j.
 
     Sequential in p-value order (an accepted pair joins the conditioning sets of later pairs at its
@@ -368,7 +371,7 @@ def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, al
     only the others one by one (CrossProducts)."""
     accepted: list[tuple[int, int]] = []
     linked: dict[int, set[int]] = {}
-    products = CrossProducts(z)
+    products = products or CrossProducts(z)
     for lo in range(0, len(cand), F2_BATCH):
         batch = cand[lo:lo + F2_BATCH]
         free = np.array([i not in linked and j not in linked for i, j in batch.tolist()], dtype=bool)
@@ -386,12 +389,12 @@ def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, al
 
 def f3_added(z: np.ndarray, n: int, union: PDAG, parents: ParentSets, accepted: list[tuple[int, int]],
              penalty: float, allows: Callable[[int, int], bool] | None = None,
-             required: np.ndarray | None = None) -> np.ndarray:
+             required: np.ndarray | None = None, products: CrossProducts | None = None) -> np.ndarray:
     """F3: the accepted pairs whose BIC gain beats `penalty` in both directions, oriented the way that keeps
     the graph acyclic, else the way that gains more; only ways `allows` permits. `required` edges not yet
     in the graph come first (unless one would close a cycle with the clusters' edges)."""
     p = union.p
-    products = CrossProducts(z)
+    products = products or CrossProducts(z)
     pa = [set(parents[v].tolist()) for v in range(p)]
     children = [set(union.children(v).tolist()) for v in range(p)]
     added = []
