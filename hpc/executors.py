@@ -336,6 +336,8 @@ def walltime_seconds(walltime: str) -> int:
 
 #: Seconds a worker job waits for its scheduler: one whose scheduler went away (a preempted driver job) exits.
 DEATH_TIMEOUT = 120
+#: Seconds the executor waits for its first worker job to start before it gives up (and cancels its jobs).
+FIRST_WORKER_WAIT = 600
 
 
 class SlurmDaskExecutor(DaskExecutor):
@@ -363,14 +365,22 @@ class SlurmDaskExecutor(DaskExecutor):
                     "distributed.deploy.lost-worker-timeout": f"{walltime_seconds(worker_job.walltime)}s"}
         self._previous = {key: dask.config.get(key) for key in settings}
         dask.config.set(settings)
-        self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
-                                     walltime=worker_job.walltime, queue=worker_job.queue,
-                                     job_extra_directives=["--requeue", *worker_job.extra],
-                                     job_script_prologue=prologue, python=python, death_timeout=DEATH_TIMEOUT,
-                                     scheduler_options={"dashboard_address": None})
-        self._cluster.scale(jobs=workers)
-        self.client = Client(self._cluster)
-        self.client.wait_for_workers(1, timeout=600)
+        self._cluster, self.client = None, None
+        try:
+            self._cluster = SLURMCluster(cores=worker_job.cores, processes=worker_job.cores, memory=worker_job.memory,
+                                         walltime=worker_job.walltime, queue=worker_job.queue,
+                                         job_extra_directives=["--requeue", *worker_job.extra],
+                                         job_script_prologue=prologue, python=python, death_timeout=DEATH_TIMEOUT,
+                                         scheduler_options={"dashboard_address": None})
+            self._cluster.scale(jobs=workers)
+            self.client = Client(self._cluster)
+            self.client.wait_for_workers(1, timeout=FIRST_WORKER_WAIT)
+        except BaseException as exc:  # no worker in time, or no cluster: cancel the jobs submitted, put dask's back
+            self.close()
+            if isinstance(exc, TimeoutError):
+                raise PsleError(f"no SLURM worker job started within {FIRST_WORKER_WAIT} s (a busy queue, or a "
+                                "request no node can meet: see squeue); its jobs were cancelled") from None
+            raise
         self.dashboard = None
         self._count(tell_places=True)
 
@@ -378,7 +388,10 @@ class SlurmDaskExecutor(DaskExecutor):
         import dask
 
         try:
-            super().close()
+            if self.client is not None:
+                super().close()
+            elif self._cluster is not None:
+                self._cluster.close()
         finally:
             dask.config.set(self._previous)
 

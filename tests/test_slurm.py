@@ -393,6 +393,30 @@ def test_pef_over_three_slurm_worker_jobs_survives_a_worker_job_requeued_mid_run
     assert fitted.graph_ == local.graph_
 
 
+def test_worker_jobs_that_never_start_are_cancelled_and_dask_settings_put_back(tmp_path, monkeypatch):
+    """The executor gives up when no worker job starts within FIRST_WORKER_WAIT: it must not leave its jobs in the
+    queue (they would start later for nobody) nor its dask settings in the process. The job here may not start
+    for an hour (--begin), so the outcome does not depend on how fast anything runs."""
+    import dask
+    import dask.distributed  # noqa: F401 (its settings' defaults)
+
+    import hpc.executors as executors
+    from hpc.errors import PsleError
+    from hpc.executors import SlurmDaskExecutor, WorkerJob
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(executors, "FIRST_WORKER_WAIT", 5)
+    default = dask.config.get("distributed.deploy.lost-worker-timeout")
+    with pytest.raises(PsleError, match="no SLURM worker job started within 5 s"):
+        SlurmDaskExecutor(1, WorkerJob(cores=1, memory="1GB", walltime="00:20:00", extra=("--begin=now+3600",)))
+    assert dask.config.get("distributed.deploy.lost-worker-timeout") == default
+    jobs = jobs_from(tmp_path)
+    assert len(jobs) == 1, "the worker job was not submitted"
+    states = subprocess.run(["squeue", "-h", "-t", "all", "-j", next(iter(jobs)), "-o", "%T"], capture_output=True,
+                            text=True).stdout.split()
+    assert states in ([], ["CANCELLED"]), f"the worker job is still {states}"
+
+
 @pytest.mark.slow
 def test_psle_learn_slurm_nodes_resumes_its_checkpoint_after_the_scheduler_job_is_requeued(tmp_path):
     """--slurm --nodes 1: the run (dask's scheduler) is a SLURM job and its worker another (the two fill this
