@@ -419,10 +419,10 @@ def run_boss(cov: np.ndarray, n: int, penalty: float, num_starts: int, use_bes: 
         from hpc.learners.order_search import order_search
         from hpc.learners.starts import dense_start
 
-        found = dense_start(cov, n, penalty) if start == "auto" else None  # its best start's search is the result
-        dag = found if found is not None else order_search(cov, n, penalty,
-                                                           start_order(cov, n, penalty, "fges" if start == "auto"
-                                                                       else start), None)
+        dag = dense_start(cov, n, penalty) if start == "auto" else None  # the cheap starts' search is the result
+        if dag is None:  # the search from the start order ("auto" on a small or sparse cluster: the fGES start)
+            dag = order_search(cov, n, penalty, start_order(cov, n, penalty, "fges" if start == "auto" else start),
+                               None)
         cpdag = dag_to_cpdag(PDAG(tuple(map(str, range(p))), dag))
         return cpdag.directed, cpdag.undirected
 
