@@ -307,15 +307,15 @@ def fuse(z: np.ndarray, n: int, union: PDAG, clusters: list[np.ndarray], config:
     stats.seconds["f1"] = time.perf_counter() - start
     start = time.perf_counter()
     products = CrossProducts(z)  # F2's and F3's
-    accepted = f2_accepted(z, n, cand, parents, config.alpha2 if config.alpha2 is not None else 1.0 / union.p**2,
-                           products)
+    accepted = f2_accepted(z, products, n, cand, parents,
+                           config.alpha2 if config.alpha2 is not None else 1.0 / union.p**2)
     stats.f2_candidates = len(accepted)
     stats.seconds["f2"] = time.perf_counter() - start
     start = time.perf_counter()
     p = union.p
     stats.penalty = float(config.penalty if config.penalty is not None else (
         np.log(n) if p <= np.sqrt(n) else 2.0 * np.log(p)))
-    added = f3_added(z, n, union, parents, accepted, stats.penalty, allows, required, products)
+    added = f3_added(products, n, union, parents, accepted, stats.penalty, allows, required)
     stats.edges_added = len(added)
     stats.seconds["f3"] = time.perf_counter() - start
     return union.with_edges(np.concatenate([union.directed, added])), stats
@@ -361,8 +361,8 @@ def f1_candidates(z: np.ndarray, n: int, clusters: list[np.ndarray], parents: Pa
     return cand[np.lexsort((cand[:, 1], cand[:, 0], cand_p))]
 
 
-def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, alpha2: float,
-                products: CrossProducts | None = None) -> list[tuple[int, int]]:
+def f2_accepted(z: np.ndarray, products: CrossProducts, n: int, cand: np.ndarray, parents: ParentSets,
+                alpha2: float) -> list[tuple[int, int]]:
     """F2: the candidates still dependent given pa(i) and pa(j), and the pairs accepted before them at i or j.
 
     Sequential in p-value order (an accepted pair joins the conditioning sets of later pairs at its
@@ -371,7 +371,6 @@ def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, al
     only the others one by one (CrossProducts)."""
     accepted: list[tuple[int, int]] = []
     linked: dict[int, set[int]] = {}
-    products = products or CrossProducts(z)
     for lo in range(0, len(cand), F2_BATCH):
         batch = cand[lo:lo + F2_BATCH]
         free = np.array([i not in linked and j not in linked for i, j in batch.tolist()], dtype=bool)
@@ -387,14 +386,13 @@ def f2_accepted(z: np.ndarray, n: int, cand: np.ndarray, parents: ParentSets, al
     return accepted
 
 
-def f3_added(z: np.ndarray, n: int, union: PDAG, parents: ParentSets, accepted: list[tuple[int, int]],
+def f3_added(products: CrossProducts, n: int, union: PDAG, parents: ParentSets, accepted: list[tuple[int, int]],
              penalty: float, allows: Callable[[int, int], bool] | None = None,
-             required: np.ndarray | None = None, products: CrossProducts | None = None) -> np.ndarray:
+             required: np.ndarray | None = None) -> np.ndarray:
     """F3: the accepted pairs whose BIC gain beats `penalty` in both directions, oriented the way that keeps
     the graph acyclic, else the way that gains more; only ways `allows` permits. `required` edges not yet
     in the graph come first (unless one would close a cycle with the clusters' edges)."""
     p = union.p
-    products = products or CrossProducts(z)
     pa = [set(parents[v].tolist()) for v in range(p)]
     children = [set(union.children(v).tolist()) for v in range(p)]
     added = []
