@@ -9,7 +9,7 @@ from hpc.data.generate import benchmark_problem
 from hpc.graphs.equivalence import dag_to_cpdag, topological_order
 from hpc.graphs.pdag import PDAG
 from hpc.learners import starts
-from hpc.learners.bic import bic
+from hpc.learners.bic import bic, paying_r2
 from hpc.learners.order_search import order_search
 
 
@@ -85,3 +85,62 @@ def test_pef_gives_auto_to_order_search_members_without_a_start_only_on_large_pr
     assert starts.with_cheap_starts(members, starts.CHEAP_STARTS_ABOVE + 1) == [
         {"method": "boss", "penalty": 10.0, "start": "auto"}, {"method": "grasp", "penalty": 2.0, "start": "auto"},
         *members[2:]]
+
+
+def chain_cov(p: int, rows: int, coefficient: float, seed: int) -> np.ndarray:
+    """The sample covariance of a linear chain X0 -> X1 -> ... with one coefficient: every pair correlates, yet
+    the only partial correlations given all the other variables are the chain's own pairs."""
+    rng = np.random.default_rng(seed)
+    x = np.empty((rows, p))
+    x[:, 0] = rng.standard_normal(rows)
+    for j in range(1, p):
+        x[:, j] = coefficient * x[:, j - 1] + np.sqrt(1 - coefficient**2) * rng.standard_normal(rows)
+    return np.cov((x - x.mean(axis=0)) / x.std(axis=0), rowvar=False)
+
+
+def test_a_dense_start_is_bounded_to_the_conditional_independence_graph():
+    p, n = 240, 1000
+    cov = chain_cov(p, n, 0.99, 7)
+    r = cov[np.triu_indices(p, 1)]
+    assert np.count_nonzero(r * r > paying_r2(n, 2.0)) > starts.DENSE_PAIRS  # every pair gains alone
+    pairs = starts.start_pairs(cov, n, 2.0)
+    assert pairs is not None and np.all(pairs[:, 0] < pairs[:, 1])
+    chain = {(j, j + 1) for j in range(p - 1)}
+    assert chain <= set(map(tuple, pairs.tolist()))
+    # the others are the test's false positives at level CIG_ALPHA: about a tenth of the 28,441 null pairs
+    assert len(pairs) - len(chain) < 2 * starts.CIG_ALPHA * (p * (p - 1) // 2 - len(chain))
+
+
+def test_no_bound_on_a_sparse_cluster_or_with_few_rows():
+    assert starts.start_pairs(standardised_cov(200, 101), 1000, 2.0) is None  # few pairs gain alone
+    cov = chain_cov(240, 400, 0.99, 7)
+    assert starts.start_pairs(cov, 400, 2.0) is None  # over half as many variables as rows
+
+
+@pytest.mark.jvm
+def test_the_fges_start_joins_only_the_bound_pairs():
+    from hpc.learners.tetrad import run_fges
+
+    cov = chain_cov(4, 1000, 0.8, 3)
+    free = run_fges(cov, 1000, 2.0, 10, True)
+    assert {tuple(sorted(e)) for e in np.concatenate(free).tolist()} == {(0, 1), (1, 2), (2, 3)}
+    bounded = run_fges(cov, 1000, 2.0, 10, True, pairs=np.array([[0, 1], [2, 3]]))
+    assert {tuple(sorted(e)) for e in np.concatenate(bounded).tolist()} == {(0, 1), (2, 3)}
+
+
+@pytest.mark.jvm
+def test_the_fges_start_takes_the_bound_above_dense_pairs(monkeypatch):
+    from hpc.graphs.equivalence import pdag_to_dag
+    from hpc.learners.tetrad import START_DEGREE, run_fges, start_order
+
+    cov, n = standardised_cov(60, 104, family="sf"), 1000
+    names = tuple(map(str, range(60)))
+    free = topological_order(pdag_to_dag(PDAG(names, *run_fges(cov, n, 2.0, START_DEGREE, True)), strict=False))
+    assert start_order(cov, n, 2.0, "fges").tolist() == free.tolist()
+    monkeypatch.setattr(starts, "DENSE_PAIRS", 0)
+    pairs = starts.start_pairs(cov, n, 2.0)
+    assert pairs is not None and len(pairs) < 60 * 59 // 2
+    bounded = run_fges(cov, n, 2.0, START_DEGREE, True, pairs=pairs)
+    assert start_order(cov, n, 2.0, "fges").tolist() == \
+        topological_order(pdag_to_dag(PDAG(names, *bounded), strict=False)).tolist()
+    assert PDAG(names, *bounded) != PDAG(names, *run_fges(cov, n, 2.0, START_DEGREE, True))  # it changed the start

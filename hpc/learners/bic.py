@@ -35,6 +35,12 @@ def residual_variance(cov: np.ndarray, i: int, parents: np.ndarray) -> float:
     return float(max(cov[i, i] - c_pi @ beta, MIN_RESIDUAL * cov[i, i]))
 
 
+def paying_r2(n: int, penalty: float) -> float:
+    """The squared correlation over which one variable alone, as the only parent, pays its BIC penalty on `n` rows:
+    n log(1 / (1 - r^2)) > penalty log(n)."""
+    return float(-np.expm1(-penalty * np.log(n) / n))
+
+
 def local_scores(cov: np.ndarray, n: int, parent_lists: list[list[int]], penalty: float = 1.0) -> np.ndarray:
     """Per-node local BIC scores for the given parent sets."""
     p = cov.shape[0]

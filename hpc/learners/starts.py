@@ -17,13 +17,21 @@ sf, layer and modular it reached a higher BIC than the fGES start in a tenth of 
 modular-5000 seed 100 a better final graph (8,623 SHD against 8,888) in a third of the time. Yet at 1,000
 variables, where the whole-problem rival runs, `psle learn`'s final graph was 8-46 SHD worse on all three
 tuning runs it was tried on (sf 100, sf 101, layer 100), so PEF gives "auto" only to larger problems.
+
+The fGES start itself is bounded where every pair correlates (start_pairs): on layer-1000's clusters of 500
+variables (61,000-67,000 pairs whose correlation alone pays an edge; 1,000-16,000 on the other tuning clusters of
+over 200) it took 147 s, and restricted to the conditional independence graph 28 s, to a start from which the
+search reached a higher BIC (tuning seed 100). With it `psle learn` went from 245 s and 519 SHD to 135 s and 500 on
+layer seed 100, from 338 s and 717 SHD to 249 s and 504 on seed 102 (BENCHMARKS.md, "Where an order search
+starts"). On sparser clusters the bounded start was worse by BIC on most (Alarm, er, ws, sf), so it stays off there.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import norm
 
-from hpc.learners.bic import local_scores
+from hpc.learners.bic import local_scores, paying_r2
 from hpc.learners.order_search import order_search
 
 #: Above this many variables a BOSS member starts from the cheap orders, not from a faithful fGES's order
@@ -36,6 +44,36 @@ DENSE_EDGES = 1.5
 #: PEF gives BOSS and GRaSP members "auto" on problems over this many variables: above the whole-problem
 #: rival's (hpc.pef.rival) default size, where the clusters' own searches are what the graph keeps.
 CHEAP_STARTS_ABOVE = 2000
+
+
+#: A faithful fGES start scores every pair whose correlation alone pays an edge, again after each change near
+#: it; over this many such pairs it is restricted to the pairs of the estimated conditional independence graph
+#: (start_pairs), as ARGES restricts GES (Nandy, Hauser & Maathuis, Annals of Statistics 2018).
+DENSE_PAIRS = 20_000
+#: The two-sided level at which a partial correlation (given every other variable) keeps its pair.
+CIG_ALPHA = 0.1
+
+
+def start_pairs(cov: np.ndarray, n: int, penalty: float) -> np.ndarray | None:
+    """The pairs a faithful fGES start may join: None (any pair), or on a cluster with over DENSE_PAIRS pairs
+    whose correlation alone gains at `penalty` and at most half as many variables as rows, the pairs whose
+    partial correlation given all other variables differs from 0 at level CIG_ALPHA (Fisher's z). Where the
+    variables are near-deterministic cascades every pair correlates, and such a start took minutes."""
+    p = cov.shape[0]
+    if 2 * p > n:
+        return None
+    d = np.sqrt(np.diag(cov))
+    r = cov / np.outer(d, d)
+    if np.count_nonzero(np.triu(r * r, 1) > paying_r2(n, penalty)) <= DENSE_PAIRS:
+        return None
+    try:
+        precision = np.linalg.inv(cov)
+    except np.linalg.LinAlgError:
+        return None
+    scale = np.sqrt(np.abs(np.diag(precision)))
+    partial = np.clip(np.abs(precision / np.outer(scale, scale)), 0.0, 1.0 - 1e-12)
+    z = np.arctanh(partial) * np.sqrt(n - p - 3)
+    return np.argwhere(np.triu(z > norm.ppf(1.0 - CIG_ALPHA / 2.0), 1)).astype(np.int64)
 
 
 def r2_order(cov: np.ndarray, n: int) -> np.ndarray:

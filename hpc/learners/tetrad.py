@@ -208,7 +208,8 @@ FGES_THREADS = 1
 
 
 def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfulness: bool,
-             knowledge: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+             knowledge: dict[str, Any] | None = None, pairs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """fGES over the columns of `cov`; with `pairs`, it may join only those (Fges's bound graph)."""
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore
@@ -222,6 +223,8 @@ def run_fges(cov: np.ndarray, n: int, penalty: float, max_degree: int, faithfuln
     search.setVerbose(False)
     if knowledge is not None:
         search.setKnowledge(tetrad_knowledge(knowledge))
+    if pairs is not None:
+        search.setBoundGraph(_graph(score.getVariables(), np.empty((0, 2), dtype=np.int64), pairs))
     return graph_to_arrays(search.search(), cov.shape[0])
 
 
@@ -375,20 +378,21 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
     from hpc.errors import GraphError
     from hpc.graphs.equivalence import pdag_to_dag, topological_order
     from hpc.graphs.pdag import PDAG
-    from hpc.learners.starts import dense_start
+    from hpc.learners.starts import dense_start, start_pairs
 
     names = tuple(str(i) for i in range(cov.shape[0]))
     if start == "columns":
         return allowed_start(np.arange(cov.shape[0]), knowledge)
     if start == "auto" and (dag := dense_start(cov, n, penalty)) is not None:
         return allowed_start(topological_order(PDAG(names, dag)), knowledge)
+    pairs = start_pairs(cov, n, penalty)
     try:
-        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge))
+        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge, pairs))
         order = topological_order(pdag_to_dag(graph, strict=False))
     except GraphError:  # Tetrad's fGES can close a directed cycle through a required edge: start without them
         assert knowledge is not None
         free = {**knowledge, "required": np.empty((0, 2), dtype=np.int64)}
-        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, free))
+        graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, free, pairs))
         order = topological_order(pdag_to_dag(graph, strict=False))
     return allowed_start(order, knowledge)
 
