@@ -19,6 +19,7 @@ from typing import Any
 
 from hpc.data.generate import GRAPH_MODELS, benchmark_problem
 from hpc.graphs.metrics import evaluate
+from hpc.learners.members import LearnerError
 from hpc.resources import PeakMemory
 
 #: One whole fGES as the strongest Tetrad baseline here: faithfulness, at most 91 parents, the learned ensemble's
@@ -51,7 +52,10 @@ def measured(method: Method, prob: Any) -> dict[str, Any]:
     """One run as a row: status, seconds, peak memory of this process tree, and the metrics when it gave a graph."""
     start = time.perf_counter()
     with PeakMemory() as mem:
-        graph, status, extra = method(prob)
+        try:
+            graph, status, extra = method(prob)
+        except LearnerError as error:  # refused before any work (FLOP with no fewer variables than rows): a row
+            return {"status": "refused", "reason": str(error), "seconds": time.perf_counter() - start, "peak_mb": 0.0}
     spans, tasks = extra.pop("spans", {}), extra.pop("task_seconds", {})  # PEF's steps
     if spans:  # each step's seconds, its tasks' seconds on the workers, and the peak memory while it ran
         extra["steps"] = {step: {"seconds": round(sum(hi - lo for lo, hi in s), 2),
@@ -94,7 +98,9 @@ def summary(rows: list[dict[str, Any]], by: str = "method", limit: float | None 
     for key in dict.fromkeys(r[by] for r in rows):
         rs = [r for r in rows if r[by] == key]
         ok = [r for r in rs if r["status"] == "ok"]
+        refused = sum(r["status"] == "refused" for r in rs)
         secs = (mean_sd([r["seconds"] for r in ok], ".1f") if len(ok) == len(rs)
+                else f"refused ({refused} of {len(rs)})" if refused
                 else f"> {limit:g} ({len(rs) - len(ok)} stopped)" if limit else f"({len(rs) - len(ok)} failed)")
         lines.append(f"| {key} | {mean_sd([r['f1_adjacent'] for r in ok], '.3f')} | "
                      f"{mean_sd([r['f1_arrowhead'] for r in ok], '.3f')} | {mean_sd([r['shd'] for r in ok], '.1f')} | "

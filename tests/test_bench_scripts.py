@@ -50,6 +50,13 @@ def test_bench_pef_prints_one_row_per_method():
     assert psle["fusion"]["pairs_screened"] < 240 * 50  # the neighbours' pairs, not every cross pair
 
 
+def test_bench_pef_records_a_whole_flop_it_cannot_run_as_refused():
+    out = bench("bench_pef.py", "--graph", "er", "--nodes", "1000", "--seeds", "0", "--methods", "flop")
+    row = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert row["status"] == "refused" and "1000 variables for 1000 rows" in row["reason"]
+    assert "| flop | - | - | - | refused (1 of 1) |" in out
+
+
 def test_bench_column_order_finds_the_same_graph_in_every_order():
     out = bench("bench_column_order.py", "--problems", "asia-200", "--permutations", "2")
     rows = [line.split("|") for line in out.splitlines() if line.startswith("| asia")]
