@@ -144,3 +144,21 @@ def test_the_fges_start_takes_the_bound_above_dense_pairs(monkeypatch):
     assert start_order(cov, n, 2.0, "fges").tolist() == \
         topological_order(pdag_to_dag(PDAG(names, *bounded), strict=False)).tolist()
     assert PDAG(names, *bounded) != PDAG(names, *run_fges(cov, n, 2.0, START_DEGREE, True))  # it changed the start
+
+
+@pytest.mark.jvm
+def test_a_required_edge_stays_in_the_bound_of_the_start(monkeypatch):
+    from hpc.learners import tetrad
+
+    cov = chain_cov(6, 1000, 0.8, 3)
+    monkeypatch.setattr(starts, "DENSE_PAIRS", 0)
+    bound = starts.start_pairs(cov, 1000, 2.0)
+    assert bound is not None and [0, 5] not in bound.tolist()  # the chain's ends: no partial correlation
+    seen: list = []
+    fges = tetrad.run_fges
+    monkeypatch.setattr(tetrad, "run_fges", lambda *args: seen.append(args[6]) or fges(*args))
+    knowledge = {"tiers": [], "closed": [], "forbidden": np.empty((0, 2), dtype=np.int64),
+                 "required": np.array([[5, 0]])}
+    order = tetrad.start_order(cov, 1000, 2.0, "fges", knowledge).tolist()
+    assert [0, 5] in seen[0].tolist() and len(seen[0]) == len(bound) + 1
+    assert order.index(5) < order.index(0)  # the start keeps the required edge's direction

@@ -386,6 +386,9 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
     if start == "auto" and (dag := dense_start(cov, n, penalty)) is not None:
         return allowed_start(topological_order(PDAG(names, dag)), knowledge)
     pairs = start_pairs(cov, n, penalty)
+    if pairs is not None and knowledge is not None and has_required(knowledge):  # the start may join a required edge
+        required = np.sort(np.asarray(knowledge["required"], dtype=np.int64).reshape(-1, 2), axis=1)
+        pairs = np.unique(np.concatenate([pairs, required]), axis=0)
     try:
         graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge, pairs))
         order = topological_order(pdag_to_dag(graph, strict=False))
