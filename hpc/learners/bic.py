@@ -41,6 +41,12 @@ def paying_r2(n: int, penalty: float) -> float:
     return float(-np.expm1(-penalty * np.log(n) / n))
 
 
+def paying_pairs(corr: np.ndarray, n: int, penalty: float) -> int:
+    """How many pairs of the correlation matrix `corr` pay an edge alone (paying_r2): each an insertion a search
+    over every pair must score."""
+    return int(np.count_nonzero(np.triu(corr * corr, 1) > paying_r2(n, penalty)))
+
+
 def local_scores(cov: np.ndarray, n: int, parent_lists: list[list[int]], penalty: float = 1.0) -> np.ndarray:
     """Per-node local BIC scores for the given parent sets."""
     p = cov.shape[0]

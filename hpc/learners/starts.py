@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-from hpc.learners.bic import local_scores, paying_r2
+from hpc.learners.bic import local_scores, paying_pairs
 from hpc.learners.order_search import order_search
 
 #: Above this many variables a BOSS member starts from the cheap orders, not from a faithful fGES's order
@@ -63,8 +63,7 @@ def start_pairs(cov: np.ndarray, n: int, penalty: float) -> np.ndarray | None:
     if 2 * p > n:
         return None
     d = np.sqrt(np.diag(cov))
-    r = cov / np.outer(d, d)
-    if np.count_nonzero(np.triu(r * r, 1) > paying_r2(n, penalty)) <= DENSE_PAIRS:
+    if paying_pairs(cov / np.outer(d, d), n, penalty) <= DENSE_PAIRS:
         return None
     try:
         precision = np.linalg.inv(cov)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpc.graphs.pdag import PDAG, pair_keys
-from hpc.learners.bic import paying_r2
+from hpc.learners.bic import paying_pairs
 
 
 def _pairs(rows: np.ndarray, p: int) -> np.ndarray:
@@ -50,5 +50,4 @@ def gaining_pairs(z: np.ndarray, penalty: float) -> int:
     correlation alone pays a BIC edge at penalty discount `penalty` (r^2 > 1 - n^(-penalty / n)): each is an
     insertion a search over every pair must score, and on data whose strong effects correlate variables far apart
     (modular networks) they number about half of all pairs."""
-    r = z.T @ z
-    return int(np.count_nonzero(np.triu(r * r, 1) > paying_r2(z.shape[0], penalty)))
+    return paying_pairs(z.T @ z, z.shape[0], penalty)
