@@ -33,6 +33,7 @@ from scipy.stats import norm
 
 from hpc.learners.bic import local_scores, paying_pairs
 from hpc.learners.order_search import order_search
+from hpc.learners.pc import correlation
 
 #: Above this many variables a BOSS member starts from the cheap orders, not from a faithful fGES's order
 #: (tuning seed 100: clusters of 162-298 variables took 2-6 s for the fGES start; 500 took 56-217 s).
@@ -62,15 +63,13 @@ def start_pairs(cov: np.ndarray, n: int, penalty: float) -> np.ndarray | None:
     p = cov.shape[0]
     if 2 * p > n:
         return None
-    d = np.sqrt(np.diag(cov))
-    if paying_pairs(cov / np.outer(d, d), n, penalty) <= DENSE_PAIRS:
+    if paying_pairs(correlation(cov), n, penalty) <= DENSE_PAIRS:
         return None
     try:
         precision = np.linalg.inv(cov)
     except np.linalg.LinAlgError:
         return None
-    scale = np.sqrt(np.abs(np.diag(precision)))
-    partial = np.clip(np.abs(precision / np.outer(scale, scale)), 0.0, 1.0 - 1e-12)
+    partial = np.clip(np.abs(correlation(precision)), 0.0, 1.0 - 1e-12)  # the precision's correlations, up to sign
     z = np.arctanh(partial) * np.sqrt(n - p - 3)
     return np.argwhere(np.triu(z > norm.ppf(1.0 - CIG_ALPHA / 2.0), 1)).astype(np.int64)
 
