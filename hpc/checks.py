@@ -25,3 +25,9 @@ def check_number(name: str, value: Any, lo: float, hi: float = math.inf, *, inte
         raise PsleError(f"{name}={value!r}: must be {what}" + (" (or null)" if optional else ""))
     if not (lo < value if open_lo else lo <= value) or not (value < hi if open_hi else value <= hi):
         raise PsleError(f"{name}={value!r}: must be {what}")
+
+
+def check_choice(name: str, value: Any, known: tuple[str, ...]) -> None:
+    """`value` is one of `known`."""
+    if value not in known:
+        raise PsleError(f"{name}: {value!r}; known: {', '.join(known)}")

@@ -1,6 +1,7 @@
-"""The sweep: one fGES over every pair from the graph so far finds an edge no earlier step was shown and
-drops a spurious one (a hand-built case, against the repair's candidate pairs), is Tetrad's own fGES from
-that start, runs where it should, and a resumed run takes it from the checkpoint."""
+"""The sweep: one search over every pair from the graph so far finds an edge no earlier step was shown and
+drops a spurious one (a hand-built case, against the repair's candidate pairs) with either engine, is the order
+search from the start's DAG order (or Tetrad's own fGES from that start), runs where it should, and a resumed run
+takes it from the checkpoint."""
 
 import h5py
 import numpy as np
@@ -36,17 +37,33 @@ def start_graph(dag: PDAG) -> PDAG:
 
 
 @pytest.mark.jvm
-def test_the_sweep_finds_an_edge_outside_every_candidate_pair_and_drops_a_spurious_one():
+@pytest.mark.parametrize("engine", ["order", "fges"])
+def test_the_sweep_finds_an_edge_outside_every_candidate_pair_and_drops_a_spurious_one(engine):
     x, dag, clusters = planted()
     start = start_graph(dag)
     assert not any(set(pair) == {0, 11} for pair in candidate_pairs(start).tolist())  # no repair is shown it
     repaired, _ = run_step(Repair(), x, start, clusters)
     assert compare(repaired, dag_to_cpdag(dag)).shd > 0
-    swept, account = run_step(Sweep(SweepConfig(penalty=3.0)), x, start, clusters)
+    swept, account = run_step(Sweep(SweepConfig(penalty=3.0, engine=engine)), x, start, clusters)
     assert compare(swept, dag_to_cpdag(dag)).shd == 0
     assert account["edges_added"] == 1 and account["edges_removed"] == 1 and account["penalty"] == 3.0
+    assert account["engine"] == engine
     # the start's pairs adjacent or two steps apart (hpc.pef.candidates, checked by hand in test_repair.py)
     assert account["start_pairs"] == len(candidate_pairs(start))
+
+
+def test_the_sweep_is_the_order_search_over_every_pair_from_the_start_dag_s_order():
+    from hpc.graphs.equivalence import pdag_to_dag, topological_order
+    from hpc.learners.order_search import bounded_order_search
+
+    x, dag, clusters = planted()
+    start, z = start_graph(dag), standardize(x, np.float64)
+    order = topological_order(pdag_to_dag(start, strict=False))
+    for nodes in (0, 1):  # no bound, and a bound of 12 tree nodes that stops the search at once
+        swept, account = run_step(Sweep(SweepConfig(penalty=3.0, nodes=nodes)), x, start, clusters)
+        rows, stopped = bounded_order_search(np.cov(z, rowvar=False), len(z), 3.0, order, None, nodes * 12 or None)
+        assert swept == dag_to_cpdag(PDAG(start.variables, rows)) and stopped == (nodes == 1)
+        assert ("search" in account) == stopped
 
 
 @pytest.mark.jvm
@@ -55,7 +72,7 @@ def test_the_sweep_is_tetrads_fges_from_the_start_graph():
 
     x, dag, _ = planted()
     start, z = start_graph(dag), standardize(x, np.float64)
-    swept, _ = run_step(Sweep(SweepConfig(penalty=3.0)), x, start, [np.arange(6), np.arange(6, 12)])
+    swept, _ = run_step(Sweep(SweepConfig(penalty=3.0, engine="fges")), x, start, [np.arange(6), np.arange(6, 12)])
     start_jvm()
     from edu.cmu.tetrad.search import Fges
     from edu.cmu.tetrad.search.score import SemBicScore

@@ -36,8 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from hpc.checks import check_number
-from hpc.errors import PsleError
+from hpc.checks import check_choice, check_number
 from hpc.learners.ensemble import MemberRun
 from hpc.pef.candidates import candidate_pairs
 from hpc.pef.parts import pack_walk
@@ -87,8 +86,7 @@ class RepairConfig:
     engine: str = "fges"
 
     def validate(self) -> None:
-        if self.engine not in ENGINES:
-            raise PsleError(f"repair.engine: {self.engine!r}; known: {', '.join(ENGINES)}")
+        check_choice("repair.engine", self.engine, ENGINES)
         check_number("repair.rounds", self.rounds, 0, 20, integer=True)
         check_number("repair.penalty", self.penalty, 1.0, 1000.0)
         check_number("repair.block", self.block, 10, 10_000_000, integer=True)

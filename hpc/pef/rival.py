@@ -167,14 +167,15 @@ def described(chain: Chain) -> str:
 
 def whole_search(spec: dict[str, Any], z: np.ndarray, order: np.ndarray, variables: tuple[str, ...],
                  deadline: float | None) -> MemberRun:
-    """The rival's search on the standardised data `z` (a task): its CPDAG as a member run, TIMED_OUT when the
-    user's wall limit passed first; a search its bound on nodes stopped says so in the run's note (`error`)."""
+    """The order search over every pair that `spec` names (its penalty and bound on nodes) on the standardised data
+    `z`, from `order` (a task of the rival and the sweep): its CPDAG as a member run, TIMED_OUT when the user's wall
+    limit passed first; a search its bound on nodes stopped says so in the run's note (`error`)."""
     begin = time.perf_counter()
-    found = call_within(BOUNDED_RUNNER, {"x": z, "penalty": PENALTY, "order": order, "pairs": None,
+    found = call_within(BOUNDED_RUNNER, {"x": z, "penalty": spec["penalty"], "order": order, "pairs": None,
                                          "nodes": spec["nodes"]}, remaining(None, deadline))
     if found is None:
         return MemberRun(dict(spec), TIMED_OUT, None, None, None, time.perf_counter() - begin)
     dag, stopped = found
     cpdag = dag_to_cpdag(PDAG(variables, dag))
-    note = f"stopped at its bound of {spec['nodes']:,} tree nodes (rival.nodes per variable)" if stopped else None
+    note = f"stopped at its bound of {spec['nodes']:,} tree nodes" if stopped else None
     return MemberRun(dict(spec), OK, cpdag.directed, cpdag.undirected, None, time.perf_counter() - begin, note)
