@@ -1,7 +1,8 @@
 """The sweep: one search over every pair from the graph so far finds an edge no earlier step was shown and
 drops a spurious one (a hand-built case, against the repair's candidate pairs) with either engine, is the order
-search from the start's DAG order (or Tetrad's own fGES from that start), runs where it should, and a resumed run
-takes it from the checkpoint."""
+search from the start's DAG order (or Tetrad's own fGES from that start), takes the order search only on dense
+data and without knowledge, leaves no recut after it, runs where it should, and a resumed run takes it from the
+checkpoint."""
 
 import h5py
 import numpy as np
@@ -60,7 +61,7 @@ def test_the_sweep_is_the_order_search_over_every_pair_from_the_start_dag_s_orde
     start, z = start_graph(dag), standardize(x, np.float64)
     order = topological_order(pdag_to_dag(start, strict=False))
     for nodes in (0, 1):  # no bound, and a bound of 12 tree nodes that stops the search at once
-        swept, account = run_step(Sweep(SweepConfig(penalty=3.0, nodes=nodes)), x, start, clusters)
+        swept, account = run_step(Sweep(SweepConfig(penalty=3.0, engine="order", nodes=nodes)), x, start, clusters)
         rows, stopped = bounded_order_search(np.cov(z, rowvar=False), len(z), 3.0, order, None, nodes * 12 or None)
         assert swept == dag_to_cpdag(PDAG(start.variables, rows)) and stopped == (nodes == 1)
         assert ("search" in account) == stopped
@@ -130,3 +131,33 @@ def test_the_sweep_does_not_start_on_data_where_too_many_pairs_gain_alone():
     assert Sweep(SweepConfig(gaining=2)).applies(chain) == \
         "3 pairs of the data gain alone at penalty 3, above sweep.gaining 2"
     assert Sweep(SweepConfig(gaining=0)).applies(chain) is None  # 0: no bound
+
+
+def test_auto_takes_the_order_search_above_sweep_dense_pairs_that_gain_alone_and_fges_under_knowledge():
+    from hpc.graphs.knowledge import Knowledge
+    from hpc.pef.candidates import gaining_pairs
+    from tests.chains import chain_of
+
+    x, dag, clusters = planted()
+    chain = chain_of(x, start_graph(dag), clusters)
+    gaining = gaining_pairs(chain.z, 3.0)
+    assert 0 < gaining < 66  # some of the 66 pairs, not all
+    assert Sweep(SweepConfig(penalty=3.0, dense=gaining)).engine(chain) == "fges"  # at the bound: fGES
+    assert Sweep(SweepConfig(penalty=3.0, dense=gaining - 1)).engine(chain) == "order"
+    assert Sweep().engine(chain) == "fges"  # far below the default bound
+    chain.knowledge = Knowledge(required=frozenset({("x0", "x1")}))
+    assert Sweep(SweepConfig(engine="order")).engine(chain) == "fges"  # the order search does not keep knowledge
+
+
+@pytest.mark.parametrize("engine", ["order", "fges"])
+def test_no_recut_follows_a_sweep_by_the_order_search(engine):
+    from hpc.pef.recut import Recut
+    from hpc.pef.step import StepMemory
+    from tests.chains import chain_of
+
+    x, dag, clusters = planted()
+    chain = chain_of(x, start_graph(dag), clusters)
+    assert Recut().applies(chain) is None  # two blocks: the recut would run
+    Sweep(SweepConfig(penalty=3.0, engine=engine)).run(chain, StepMemory(None, "sweep"))
+    reason = Recut().applies(chain)
+    assert (reason is None) if engine == "fges" else "put back the weak edges it dropped" in reason

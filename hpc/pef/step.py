@@ -52,6 +52,7 @@ class Chain:
     settings: str  # fusion's settings: what every step's checkpointed results are valid under
     fused: PDAG | None = None  # fusion's graph, which the steps' own searches may start from (set by run_chain)
     seamless: bool = False  # the graph is one search's over every variable (the rival's): it has no seams
+    settled: str | None = None  # why no polish pass follows: a stricter search over every pair left the graph
 
     @cached_property
     def fused_order(self) -> np.ndarray:

@@ -4,13 +4,17 @@ Every earlier step is shown only some pairs: a cluster's search its own variable
 graph's neighbourhoods, the polish each cluster's Markov blanket. The sweep is shown every pair once, from a
 start that already explains most of the data, so an edge it adds is scored against its ends' parents, not
 against the empty graph as a whole-problem search first scores it; at a penalty discount above the steps'
-2.0 it drops the weakest edges those steps kept. Its engine is the order search (BOSS, hpc.learners.order_search)
-from the graph's DAG order, bounded like the rival's by tree nodes per variable. It replaced Tetrad's fGES from
-the graph itself, which re-derives the CPDAG of the whole graph after each change and took 53-180 s on layer at
-1,000 variables: on the tuning seeds the order search was as fast or faster and more accurate (BENCHMARKS.md, "A
-sweep over every pair"). With prior knowledge, which the order search does not keep, the sweep is fGES.
-"""
+2.0 it drops the weakest edges those steps kept.
 
+Its engine is Tetrad's fGES from the graph itself, or, on data where over `dense` pairs pay an edge on their
+correlation alone, the order search (BOSS, hpc.learners.order_search) from the graph's DAG order, bounded like
+the rival's by tree nodes per variable. fGES scores each such pair again after every change near it and
+re-derives the whole CPDAG after each change: on layer's tuning seeds (154,000 such pairs) it took 73-209 s and
+ended 401-717 SHD, where the order search took 33-45 s and ended 190-249 (with no recut after it). On the
+sparser data (Alarm, ws: 5,000-8,000 pairs) fGES and the recut after it were 24-40 SHD more accurate. The
+threshold is the fGES start's (hpc.learners.starts.DENSE_PAIRS), not fitted here (BENCHMARKS.md, "A sweep over
+every pair"). With prior knowledge, which the order search does not keep, the sweep is fGES.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -25,12 +29,13 @@ from hpc.graphs.equivalence import pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
 from hpc.learners.members import OK, TIMED_OUT
+from hpc.learners.starts import DENSE_PAIRS
 from hpc.pef.candidates import candidate_pairs, gaining_pairs, too_many
 from hpc.pef.repair import Block, changes, repair_search
 from hpc.pef.rival import whole_search
 from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit, searches
 
-ENGINES = ("order", "fges")
+ENGINES = ("auto", "order", "fges")
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,11 @@ class SweepConfig:
     # the sweep from the rival's graph (24,747 candidate pairs, within `pairs`) ran over 10 minutes.
     gaining: int = 400_000
     # "order": the order search from the graph's DAG order; "fges": Tetrad's fGES from the graph (the engine
-    # whenever there is prior knowledge).
-    engine: str = "order"
+    # whenever there is prior knowledge); "auto": the order search on data with over `dense` pairs that gain alone
+    # at the sweep's penalty, fGES otherwise.
+    engine: str = "auto"
+    # See `engine`; the fGES start's threshold (hpc.learners.starts.DENSE_PAIRS).
+    dense: int = DENSE_PAIRS
     # The order search's tree nodes per variable (0 = no bound): the rival's bound, a count so that the graph is
     # the same on any machine.
     nodes: int = 1000
@@ -65,6 +73,7 @@ class SweepConfig:
         check_number("sweep.gaining", self.gaining, 0, 10**12, integer=True)
         check_choice("sweep.engine", self.engine, ENGINES)
         check_number("sweep.nodes", self.nodes, 0, 10**9, integer=True)
+        check_number("sweep.dense", self.dense, 0, 10**12, integer=True)
 
 
 def fingerprint(graph: PDAG) -> str:
@@ -97,8 +106,13 @@ class Sweep(Step):
         return too_many(len(candidate_pairs(chain.graph)), self.config.pairs, "sweep.pairs")
 
     def engine(self, chain: Chain) -> str:
-        """The configured engine, or fGES where there is prior knowledge (which the order search does not keep)."""
-        return "fges" if chain.knowledge is not None else self.config.engine
+        """The configured engine (for "auto", by the pairs that gain alone), or fGES where there is prior knowledge
+        (which the order search does not keep)."""
+        if chain.knowledge is not None:
+            return "fges"
+        if self.config.engine == "auto":
+            return "order" if gaining_pairs(chain.z, self.config.penalty) > self.config.dense else "fges"
+        return self.config.engine
 
     def spec(self, chain: Chain) -> dict[str, Any]:
         """The sweep's search, as its checkpoint key: the engine, penalty and start graph (and the order search's
@@ -122,6 +136,9 @@ class Sweep(Step):
             found = fges_sweep(chain, spec) if engine == "fges" else order_sweep(chain, spec)
             memory.put(0, found)
         assert found.directed is not None and found.undirected is not None
+        if engine == "order":
+            chain.settled = (f"the sweep's order search over every pair at penalty {self.config.penalty:g} left the "
+                             "graph; a polish at a laxer penalty would put back the weak edges it dropped")
         swept = graph.with_edges(found.directed, found.undirected)
         return swept, {**changes(graph, swept), "engine": engine, "penalty": self.config.penalty, "start_pairs": pairs,
                        **({"search": found.error} if found.error else {}),
