@@ -114,16 +114,17 @@ class Sweep(Step):
             return "order" if gaining_pairs(chain.z, self.config.penalty) > self.config.dense else "fges"
         return self.config.engine
 
-    def spec(self, chain: Chain) -> dict[str, Any]:
-        """The sweep's search, as its checkpoint key: the engine, penalty and start graph (and the order search's
-        bound on nodes)."""
+    def spec(self, chain: Chain, engine: str) -> dict[str, Any]:
+        """The sweep's search by `engine`, as its checkpoint key: the engine, penalty and start graph (and the order
+        search's bound on nodes)."""
         start = {"penalty": self.config.penalty, "start": fingerprint(chain.graph)}
-        if self.engine(chain) == "fges":
+        if engine == "fges":
             return {"method": "fges-sweep", **start}
         return {"method": "boss-every-pair", **start, "nodes": self.config.nodes * chain.graph.p or None}
 
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
-        graph, engine, spec = chain.graph, self.engine(chain), self.spec(chain)
+        graph, engine = chain.graph, self.engine(chain)
+        spec = self.spec(chain, engine)
         pairs = len(candidate_pairs(graph))  # what fGES's search costs grows with them (hpc.pef.candidates)
         stored = memory.get(0, spec)
         if stored is not None:
