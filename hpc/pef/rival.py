@@ -126,11 +126,6 @@ class Rival(Step):
             return "prior knowledge, which the whole-problem search does not keep"
         return None
 
-    def task(self, chain: Chain) -> tuple:
-        """The rival's search, as a task of `whole_search`."""
-        return (self.spec(chain), chain.executor.scatter(chain.z, broadcast=False), chain.fused_order,
-                chain.graph.variables, chain.deadline)
-
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         share = crossing_share(chain.graph, chain.clusters)
         spec = self.spec(chain)
@@ -139,9 +134,7 @@ class Rival(Step):
             chain.show.note("resuming: the whole-problem rival's run is in the checkpoint")
         else:
             chain.show.note(f"rival: {described(chain)}")
-            result = next(iter(chain.executor.run(whole_search, [self.task(chain)])))[1]
-            if result.status == TIMED_OUT:  # only the user's wall limit bounds it
-                raise WallLimitHit
+            result = search_every_pair(chain, spec, chain.fused_order)
             memory.put(0, result)
         other = rival_graph(result, chain.graph.variables)
         unfit = None if other is None else overfitted(other, chain.n)
@@ -163,6 +156,16 @@ class Rival(Step):
 
 def described(chain: Chain) -> str:
     return f"one BOSS over every pair of all {chain.graph.p} variables (λ {PENALTY:.2f}, from the fused graph's order)"
+
+
+def search_every_pair(chain: Chain, spec: dict[str, Any], order: np.ndarray) -> MemberRun:
+    """`whole_search` from `order` on one of the chain's workers (the rival's and the sweep's); WallLimitHit when
+    the user's wall limit, the only thing that bounds it by time, passed first."""
+    task = (spec, chain.executor.scatter(chain.z, broadcast=False), order, chain.graph.variables, chain.deadline)
+    found = next(iter(chain.executor.run(whole_search, [task])))[1]
+    if found.status == TIMED_OUT:
+        raise WallLimitHit
+    return found
 
 
 def whole_search(spec: dict[str, Any], z: np.ndarray, order: np.ndarray, variables: tuple[str, ...],

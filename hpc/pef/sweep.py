@@ -28,12 +28,12 @@ from hpc.checks import check_choice, check_number
 from hpc.graphs.equivalence import pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG
 from hpc.learners.ensemble import MemberRun
-from hpc.learners.members import OK, TIMED_OUT
+from hpc.learners.members import OK
 from hpc.learners.starts import DENSE_PAIRS
 from hpc.pef.candidates import candidate_pairs, gaining_pairs, too_many
 from hpc.pef.repair import Block, changes, repair_search
-from hpc.pef.rival import whole_search
-from hpc.pef.step import Chain, Step, StepMemory, WallLimitHit, searches
+from hpc.pef.rival import search_every_pair
+from hpc.pef.step import Chain, Step, StepMemory, searches
 
 ENGINES = ("auto", "order", "fges")
 
@@ -157,9 +157,4 @@ def fges_sweep(chain: Chain, spec: dict[str, Any]) -> MemberRun:
 
 def order_sweep(chain: Chain, spec: dict[str, Any]) -> MemberRun:
     """The order search over every pair from a topological order of a DAG of the chain's graph."""
-    order = topological_order(pdag_to_dag(chain.graph, strict=False))
-    task = (spec, chain.executor.scatter(chain.z, broadcast=False), order, chain.graph.variables, chain.deadline)
-    found = next(iter(chain.executor.run(whole_search, [task])))[1]
-    if found.status == TIMED_OUT:  # only the user's wall limit bounds it
-        raise WallLimitHit
-    return found
+    return search_every_pair(chain, spec, topological_order(pdag_to_dag(chain.graph, strict=False)))
