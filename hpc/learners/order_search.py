@@ -12,7 +12,7 @@ A local score is Tetrad's SemBicScore (hpc.learners.bic, constants dropped), and
 prefix come from a grow-shrink tree (as BOSS's): the grow adds the partner with the best gain while it gains,
 the shrink then removes the parent whose removal gains most while one does. The tree keeps each node's
 partners ranked by gain, so a prefix's parent set is a walk down it. The trees and their walks are compiled
-(hpc.learners.trees_kernel); the moves are here. Everything is arithmetic on one covariance in a fixed order (what
+(hpc.learners.trees_kernel), and so are the moves (hpc.learners.moves_kernel). Everything is arithmetic on one covariance in a fixed order (what
 the trees hold depends only on the calls before), so the same input gives the same DAG on any machine.
 """
 
@@ -24,23 +24,19 @@ from typing import cast
 
 import numpy as np
 
+from hpc.learners import moves_kernel as moves
 from hpc.learners import trees_kernel as kernel
 
 #: This module's search as a worker runner (hpc.learners.worker), for the steps that run it in a task.
 RUNNER = "hpc.learners.order_search:run_order_search"
-#: A move must raise the total BIC by more than this (rounding in sums of cached scores is far below it).
-TOLERANCE = 1e-6
-#: The compiled walk, typed as called (numba's dispatcher hides its signature).
-_walk = cast(Callable[..., tuple[float, np.ndarray, np.ndarray, int]], kernel.walk)
 #: Passes over the order at most; a pass moves every variable once, to its best place. On a hub-1000 run's
 #: polish searches (seed 100) the final DAG came within 1-4 passes.
 MAX_PASSES = 50
 
 
 class GrowShrinkTrees:
-    """Each variable's grow-shrink tree over `cov` (hpc.learners.trees_kernel, compiled): `best(v, ...)` is v's
-    local score and parent set when only its partners in a given prefix of the order may be parents. Nodes and
-    shrinks are kept for the search."""
+    """Each variable's grow-shrink tree over `cov` (hpc.learners.trees_kernel, compiled), where a variable's
+    parents may come only from its `partners`; the moves over them are hpc.learners.moves_kernel's."""
 
     def __init__(self, cov: np.ndarray, n: int, penalty: float, partners: list[np.ndarray]) -> None:
         self.cov = np.ascontiguousarray(cov, dtype=np.float64)
@@ -57,30 +53,15 @@ class GrowShrinkTrees:
         """Nodes made so far: the search's work, counted the same on any machine."""
         return int(self.trees[13][0])
 
-    def best(self, v: int, pos: np.ndarray, limit: int, x: int = -1, x_in: bool = False) -> Walk:
-        """v's local score and parents when its partners placed before `limit` in `pos` (each variable's place)
-        may be parents, except that partner `x`, if given, may be one exactly when `x_in`; the partners the walk
-        looked at (only a change in whether one of those may be a parent can change the answer); and the first
-        place of those it looked at that might not be parents (len(pos) if none)."""
-        return _walk(*self.trees, self.cov, self.diag, self.pstart, self.plist, self.n, self.cost, self.needed, v, pos,
-                     limit, x, x_in)
+    def search(self, order: np.ndarray, nodes: int | None) -> tuple[np.ndarray, bool]:
+        """BOSS from `order`, stopped before the next move once the trees hold over `nodes` nodes (None: no
+        bound): the DAG reached (parent -> child rows) and whether the bound stopped it."""
+        return _search(*self.trees, self.cov, self.diag, self.pstart, self.plist, self.n, self.cost, self.needed,
+                       np.asarray(order, dtype=np.int64), -1 if nodes is None else int(nodes), MAX_PASSES)
 
 
-Walk = tuple[float, np.ndarray, np.ndarray, int]  # score, parents, the partners looked at, the first place
-
-
-def own_walks(trees: GrowShrinkTrees, x: int, at: list[int], pos: np.ndarray) -> list[tuple[int, Walk]]:
-    """x's walk at each place g of the order without x (from g on, until the next entry): the same until a partner
-    it looked at comes before it, so only those places need a walk."""
-    px = at[x]
-    own: list[tuple[int, Walk]] = []
-    g = 0
-    while True:
-        walk = trees.best(x, pos, g if g <= px else g + 1)
-        own.append((g, walk))
-        if walk[3] == len(at):  # no partner it looked at comes later: the same walk from here on
-            return own
-        g = walk[3] - (walk[3] > px) + 1
+#: The compiled search, typed as called (numba's dispatcher hides its signature).
+_search = cast(Callable[..., tuple[np.ndarray, bool]], moves.search)
 
 
 def partners_of(p: int, pairs: np.ndarray | None) -> list[np.ndarray]:
@@ -96,43 +77,13 @@ def partners_of(p: int, pairs: np.ndarray | None) -> list[np.ndarray]:
     return [np.array(sorted(s), dtype=np.int64) for s in near]
 
 
-Move = tuple[int, Walk, list[int], list[int], list[Walk]]
-
-
-def best_place(trees: GrowShrinkTrees, x: int, at: list[int], pos: np.ndarray, score: list[float],
-               users: list[set[int]]) -> Move | None:
-    """Where x raises the total BIC most, if by more than TOLERANCE over where it stands: the first place of that
-    stretch (in the order without x), x's walk there, and the variables whose walk looked at x with their places
-    and their walks with x's side turned; None when x stays.
-
-    Places are counted in the order without x: inserting at g puts x before the variable now at g, so a variable
-    at q (without x) stands behind x exactly when g <= q, and may then take x as a parent. The total is constant
-    between the places where x's own walk or an affected variable's side changes, so only those are scored."""
-    px = at[x]
-    affected = sorted(users[x], key=at.__getitem__)
-    q_aff = [at[w] - (at[w] > px) for w in affected]
-    toggled = [trees.best(w, pos, at[w], x, not at[w] > px) for w in affected]
-    gain = [(score[w] - t[0]) if at[w] > px else (t[0] - score[w]) for w, t in zip(affected, toggled)]
-    own = own_walks(trees, x, at, pos)
-    starts = np.array(sorted({0, *(q + 1 for q in q_aff), *(g for g, _ in own)}), dtype=np.int64)
-    tail = np.concatenate([np.cumsum(np.array(gain[::-1], dtype=np.float64))[::-1], [0.0]])
-    own_at = np.searchsorted(np.array([g for g, _ in own], dtype=np.int64), starts, side="right") - 1
-    behind = np.searchsorted(np.array(q_aff, dtype=np.int64), starts)  # affected variables behind each start
-    total = np.array([own[i][1][0] for i in own_at.tolist()]) + tail[behind]
-    stretch = int(np.argmax(total >= total.max() - TOLERANCE))  # of places equal but for rounding, the first
-    here = int(np.searchsorted(starts, px, side="right")) - 1
-    if not total[stretch] > total[here] + TOLERANCE:
-        return None
-    return int(starts[stretch]), own[int(own_at[stretch])][1], affected, q_aff, toggled
-
-
 def order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """BOSS over the variables of `cov` (covariance of `n` rows) with BIC penalty discount `penalty`, started from
     `order`, where a variable's parents may come only from its partners in `pairs` (unordered, local indices;
     None: every pair): the DAG it ends at, as parent -> child rows.
 
     Each pass takes the variables in the order's sequence at the pass's start and moves each to the place that
-    raises the total BIC most (strictly, by more than TOLERANCE; of equal places, the nearest to where it was);
+    raises the total BIC most (strictly, by more than a tolerance; of equal places, the nearest to where it was);
     passes repeat until one moves nothing (at most MAX_PASSES)."""
     return bounded_order_search(cov, n, penalty, order, pairs, None)[0]
 
@@ -142,60 +93,9 @@ def bounded_order_search(cov: np.ndarray, n: int, penalty: float, order: np.ndar
     """`order_search`, stopped before the next move once its trees hold over `nodes` nodes (None: no bound): the
     DAG of the order reached, and whether the bound stopped it. Nodes, not seconds, so the same input stops at the
     same place on any machine."""
-    p = cov.shape[0]
-    partners = partners_of(p, pairs)
     cov = np.asarray(cov, dtype=np.float64)
-    trees = GrowShrinkTrees((cov + cov.T) / 2, n, penalty, partners)  # exactly symmetric: rows serve as columns
-    seq = [int(v) for v in order]
-    pos = np.empty(p, dtype=np.int64)
-    pos[seq] = np.arange(p)
-    at = pos.tolist()  # the same places, as a list for the moves here; the compiled walks read `pos`
-    score = [0.0] * p
-    seen: list[set[int]] = [set() for _ in range(p)]  # the partners each variable's current walk looked at
-    users: list[set[int]] = [set() for _ in range(p)]  # users[c]: the variables whose walk looked at c
-
-    def settle(v: int, walk: Walk) -> None:
-        score[v] = walk[0]
-        now = set(walk[2].tolist())
-        for c in seen[v] - now:
-            users[c].discard(v)
-        for c in now - seen[v]:
-            users[c].add(v)
-        seen[v] = now
-
-    for v in range(p):
-        settle(v, trees.best(v, pos, at[v]))
-    stopped = False
-    for _ in range(MAX_PASSES):
-        moved = False
-        for x in list(seq):
-            if nodes is not None and trees.created > nodes:
-                stopped = True
-                break
-            move = best_place(trees, x, at, pos, score, users) if len(partners[x]) else None
-            if move is None:
-                continue
-            lo, walk, affected, q_aff, toggled = move
-            # x goes into the first gap between partners of the stretch; in it, as near its old place as it allows
-            px = at[x]
-            q_partners = np.sort(pos[partners[x]] - (pos[partners[x]] > px))
-            nxt = q_partners[q_partners >= lo]
-            j = min(max(px, lo), int(nxt[0]) if len(nxt) else p - 1)
-            seq.pop(px)
-            seq.insert(j, x)
-            first, last = min(px, j), max(px, j)
-            for i in range(first, last + 1):
-                at[seq[i]] = i
-            pos[seq[first:last + 1]] = np.arange(first, last + 1)
-            settle(x, walk)
-            for w, q, t in zip(affected, q_aff, toggled):
-                if (q >= lo) != (q >= px):  # w changed sides of x: its walk is the toggled one
-                    settle(w, t)
-            moved = True
-        if stopped or not moved:
-            break
-    rows = [(u, v) for v in range(p) for u in trees.best(v, pos, at[v])[1].tolist()]
-    return np.array(rows, dtype=np.int64).reshape(-1, 2), stopped
+    trees = GrowShrinkTrees((cov + cov.T) / 2, n, penalty, partners_of(cov.shape[0], pairs))  # exactly symmetric
+    return trees.search(order, nodes)
 
 
 def run_order_search(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray | None, threads: int = 1,
