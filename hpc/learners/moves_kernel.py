@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import cast
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.typed import Dict, List
 
 from hpc.learners import trees_kernel as kernel
 from hpc.learners.numba_cache import ensure_cache_folder
@@ -26,6 +27,14 @@ ensure_cache_folder()
 TOLERANCE = 1e-6
 #: The compiled walk, typed as called (numba's dispatcher hides its signature).
 _walk = cast(Callable[..., tuple], kernel.walk)
+#: A set of variables, as a typed dict (numba's own sets can loop forever on lookups after many removals:
+#: numba/numba#6543; its typed dicts resize past their deleted entries, as CPython's do).
+_VARIABLES = types.DictType(types.int64, types.boolean)
+
+
+@njit(cache=True)
+def _variables() -> Dict:
+    return Dict.empty(types.int64, types.boolean)
 
 
 @njit(cache=True)
@@ -36,16 +45,19 @@ def _best(trees: tuple, ctx: tuple, v: int, pos: np.ndarray, limit: int, x: int,
 
 
 @njit(cache=True)
-def _settle(v: int, walk: tuple, score: np.ndarray, seen: list, users: list) -> None:
+def _settle(v: int, walk: tuple, score: np.ndarray, seen: List, users: List) -> None:
     """Take `walk` as v's: its score, and the index of who looked at whom."""
     score[v] = walk[0]
-    now = set(walk[2])
-    for c in seen[v]:
+    now = _variables()
+    for c in walk[2]:
+        now[c] = True
+    before = seen[v]
+    for c in before.keys():
         if c not in now:
-            users[c].discard(v)
-    for c in now:
-        if c not in seen[v]:
-            users[c].add(v)
+            users[c].pop(v, False)
+    for c in now.keys():
+        if c not in before:
+            users[c][v] = True
     seen[v] = now
 
 
@@ -64,7 +76,7 @@ def _own_walks(trees: tuple, ctx: tuple, x: int, pos: np.ndarray) -> tuple[list,
 
 
 @njit(cache=True)
-def _best_place(trees: tuple, ctx: tuple, x: int, pos: np.ndarray, score: np.ndarray, users: list) -> tuple:
+def _best_place(trees: tuple, ctx: tuple, x: int, pos: np.ndarray, score: np.ndarray, users: List) -> tuple:
     """Where x raises the total BIC most, if by more than TOLERANCE over where it stands: whether it moves, the
     first place of that stretch (in the order without x), x's walk there, the variables whose walk looked at x (by
     place), their places without x and their walks with x's side turned.
@@ -75,7 +87,7 @@ def _best_place(trees: tuple, ctx: tuple, x: int, pos: np.ndarray, score: np.nda
     px = pos[x]
     affected = np.empty(len(users[x]), dtype=np.int64)
     i = 0
-    for w in users[x]:
+    for w in users[x].keys():
         affected[i] = w
         i += 1
     affected = affected[np.argsort(pos[affected])]
@@ -126,11 +138,11 @@ def search(root: np.ndarray, ranked: list, s2s: list, held: dict, child: dict, h
     pos = np.empty(p, dtype=np.int64)
     pos[seq] = np.arange(p)
     score = np.zeros(p)
-    seen = [{np.int64(0)} for _ in range(p)]  # the partners each variable's current walk looked at
-    users = [{np.int64(0)} for _ in range(p)]  # users[c]: the variables whose walk looked at c
+    seen = List.empty_list(_VARIABLES)  # the partners each variable's current walk looked at
+    users = List.empty_list(_VARIABLES)  # users[c]: the variables whose walk looked at c
     for v in range(p):
-        seen[v].clear()
-        users[v].clear()
+        seen.append(_variables())
+        users.append(_variables())
     for v in range(p):
         _settle(v, _best(trees, ctx, v, pos, pos[v], -1, False), score, seen, users)
     stopped = False
@@ -154,7 +166,7 @@ def search(root: np.ndarray, ranked: list, s2s: list, held: dict, child: dict, h
 
 @njit(cache=True)
 def _move(x: int, lo: int, walk: tuple, affected: np.ndarray, q_aff: np.ndarray, toggled: list, seq: np.ndarray,
-          pos: np.ndarray, score: np.ndarray, seen: list, users: list, partners: np.ndarray) -> None:
+          pos: np.ndarray, score: np.ndarray, seen: List, users: List, partners: np.ndarray) -> None:
     """Move x to the stretch starting at `lo` (_best_place's answer): into the first gap between its partners
     there, as near its old place as the gap allows; take its walk there, and the turned walks of those it passed."""
     p = len(seq)
