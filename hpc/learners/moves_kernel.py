@@ -2,11 +2,11 @@
 
 Each move asks its variable's walk at every stretch of the order and the walks of the variables that looked at it
 with its side turned: tens of walks a move, each one compiled call. From Python each call paid about 7 µs to hand
-numba the trees' fourteen containers, and the moves' own bookkeeping ran in the interpreter: together about a
-third of an every-pair search's seconds on layer-1000 (tuning seed 100). Here a whole search is one call.
+numba the trees' fourteen containers, and the moves' own bookkeeping ran in the interpreter: together a quarter
+of an every-pair search's seconds on layer-1000 (tuning seed 100). Here a whole search is one call.
 
-The moves are those the module's docstring describes, in the same order and with the same arithmetic (sums taken
-in the same sequence), so the DAG is the one the Python loop found.
+The moves are those hpc.learners.order_search describes, in the same order and with the same arithmetic (sums
+taken in the same sequence), so the DAGs are the ones the Python loop found (the same on 100 searches).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ _VARIABLES = types.DictType(types.int64, types.boolean)
 
 @njit(cache=True)
 def _variables() -> Dict:
+    """An empty set of variables."""
     return Dict.empty(types.int64, types.boolean)
 
 
