@@ -168,3 +168,19 @@ def test_the_kernels_inverses_are_numpys():
                                atol=1e-12)
     twin = np.cov(np.column_stack([a[:, :3], a[:, 0]]), rowvar=False)  # a copied column: singular
     np.testing.assert_allclose(inverse(twin), np.linalg.pinv(twin), rtol=1e-6, atol=1e-9)
+
+
+def test_one_compiled_search_serves_every_size_and_input_layout():
+    """A search over one variable, or from a read-only or strided start, runs the kernels already compiled: a
+    new layout would make numba compile them again in the middle of a run (about 30 s)."""
+    from hpc.learners import moves_kernel
+
+    x = standardised("er", 12, 103)
+    cov = np.cov(x, rowvar=False)
+    order_search(cov, 1000, 2.0, np.arange(12), None)
+    compiled = len(moves_kernel.search.signatures)
+    frozen = np.arange(24)[::2] // 2  # strided
+    frozen.flags.writeable = False
+    order_search(cov, 1000, 2.0, frozen, None)
+    assert order_search(cov[:1, :1], 1000, 2.0, np.array([0]), None).shape == (0, 2)
+    assert len(moves_kernel.search.signatures) == compiled

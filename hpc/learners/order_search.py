@@ -39,8 +39,10 @@ class GrowShrinkTrees:
     parents may come only from its `partners`; the moves over them are hpc.learners.moves_kernel's."""
 
     def __init__(self, cov: np.ndarray, n: int, penalty: float, partners: list[np.ndarray]) -> None:
-        self.cov = np.ascontiguousarray(cov, dtype=np.float64)
-        self.diag = np.ascontiguousarray(np.diag(self.cov))
+        # Fresh writable C arrays, always: numba compiles the kernels anew (about 30 s) for each new layout or
+        # read-only flag, and np.diag's read-only view was itself contiguous for one variable
+        self.cov = np.array(cov, dtype=np.float64, order="C")
+        self.diag = np.diag(self.cov).copy()
         self.n = float(n)
         self.cost = penalty * math.log(n)
         self.needed = -math.expm1(-self.cost / n)  # the share of a residual a parent must explain to gain
@@ -57,7 +59,7 @@ class GrowShrinkTrees:
         """BOSS from `order`, stopped before the next move once the trees hold over `nodes` nodes (None: no
         bound): the DAG reached (parent -> child rows) and whether the bound stopped it."""
         return _search(*self.trees, self.cov, self.diag, self.pstart, self.plist, self.n, self.cost, self.needed,
-                       np.asarray(order, dtype=np.int64), -1 if nodes is None else int(nodes), MAX_PASSES)
+                       np.array(order, dtype=np.int64), -1 if nodes is None else int(nodes), MAX_PASSES)
 
 
 #: The compiled search, typed as called (numba's dispatcher hides its signature).
