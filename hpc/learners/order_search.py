@@ -12,8 +12,9 @@ A local score is Tetrad's SemBicScore (hpc.learners.bic, constants dropped), and
 prefix come from a grow-shrink tree (as BOSS's): the grow adds the partner with the best gain while it gains,
 the shrink then removes the parent whose removal gains most while one does. The tree keeps each node's
 partners ranked by gain, so a prefix's parent set is a walk down it. The trees and their walks are compiled
-(hpc.learners.trees_kernel), and so are the moves (hpc.learners.moves_kernel). Everything is arithmetic on one covariance in a fixed order (what
-the trees hold depends only on the calls before), so the same input gives the same DAG on any machine.
+(hpc.learners.trees_kernel), and so are the moves (hpc.learners.moves_kernel). Everything is arithmetic on one
+covariance in a fixed order (what the trees hold depends only on the calls before), so the same input gives the
+same DAG on any machine.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ class GrowShrinkTrees:
     parents may come only from its `partners`; the moves over them are hpc.learners.moves_kernel's."""
 
     def __init__(self, cov: np.ndarray, n: int, penalty: float, partners: list[np.ndarray]) -> None:
-        # Fresh writable C arrays, always: numba compiles the kernels anew (about 30 s) for each new layout or
-        # read-only flag, and np.diag's read-only view was itself contiguous for one variable
-        self.cov = np.array(cov, dtype=np.float64, order="C")
+        # Writable C arrays, always: numba compiles the kernels anew (about 30 s) for each new layout or read-only
+        # flag, and np.diag's read-only view was itself contiguous for one variable
+        self.cov = np.require(cov, dtype=np.float64, requirements=["C", "W"])
         self.diag = np.diag(self.cov).copy()
         self.n = float(n)
         self.cost = penalty * math.log(n)
