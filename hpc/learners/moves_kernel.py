@@ -20,11 +20,10 @@ from numba.typed import Dict, List
 
 from hpc.learners import trees_kernel as kernel
 from hpc.learners.numba_cache import ensure_cache_folder
+from hpc.learners.trees_kernel import TOLERANCE  # a move, like a shrink step, must gain more than this
 
 ensure_cache_folder()
 
-#: A move must raise the total BIC by more than this (rounding in sums of cached scores is far below it).
-TOLERANCE = 1e-6
 #: The compiled walk, typed as called (numba's dispatcher hides its signature).
 _walk = cast(Callable[..., tuple], kernel.walk)
 #: A set of variables, as a typed dict (numba's own sets can loop forever on lookups after many removals:

@@ -30,7 +30,8 @@ ensure_cache_folder()  # before the first @njit(cache=True): numba refuses one i
 
 #: Memory for the partials of recent tree nodes, from which a child's come cheaply.
 HELD_BYTES = 64 * 2**20
-#: A shrink step must raise the local score by more than this (the search's own tolerance).
+#: A shrink step must raise the local score, and a move the total BIC, by more than this (rounding in sums of
+#: cached scores is far below it).
 TOLERANCE = 1e-6
 
 _I32 = types.int32[::1]
