@@ -1,6 +1,7 @@
-"""Does `psle learn`'s graph depend on the machine? The same problem file learned three ways: on the machine
-as it is, beside processes that keep every core busy, and with one dask worker (`--workers 1`); the SHD of
-each run's CPDAG against the first run's, its accuracy and seconds.
+"""Does `psle learn`'s graph depend on the machine? The same problem file learned four ways: on the machine
+as it is, beside processes that keep every core busy, with one dask worker (`--workers 1`), and with another
+CPU's BLAS kernels (OPENBLAS_CORETYPE=Prescott, whose products round differently from a modern CPU's); the
+SHD of each run's CPDAG against the first run's, its accuracy and seconds.
 
 Usage:
   python scripts/bench_reproducible.py [--problems alarm-1000 hub-1000 er-1000 layer-1000] [--seed 0]
@@ -31,14 +32,16 @@ def spin() -> None:
         pass
 
 
-def learn(data: Path, out: Path, extra: list[str], load: bool) -> float:
-    """`psle learn` on `data` (with `extra` arguments), beside a busy process per core when `load`; seconds."""
+def learn(data: Path, out: Path, extra: list[str], load: bool, env: dict[str, str]) -> float:
+    """`psle learn` on `data` (with `extra` arguments and `env` added to the environment), beside a busy process
+    per core when `load`; seconds."""
     busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(os.cpu_count() or 1)] if load else []
     for b in busy:
         b.start()
     start = time.perf_counter()
     try:
-        subprocess.run([PSLE, "learn", str(data), "-o", str(out), *extra], check=True, capture_output=True)
+        subprocess.run([PSLE, "learn", str(data), "-o", str(out), *extra], check=True, capture_output=True,
+                       env={**os.environ, **env})
     finally:
         for b in busy:
             b.kill()
@@ -61,10 +64,11 @@ def main() -> None:
         if not data.exists():
             write_problem(data, pr)
         first = None
-        for label, extra, load in (("idle", [], False), ("both cores busy beside it", [], True),
-                                   ("--workers 1", ["--workers", "1"], False)):
+        for label, extra, load, env in (("idle", [], False, {}), ("both cores busy beside it", [], True, {}),
+                                        ("--workers 1", ["--workers", "1"], False, {}),
+                                        ("another CPU's BLAS", [], False, {"OPENBLAS_CORETYPE": "Prescott"})):
             out = args.folder / f"{name}-s{args.seed}-{label.split()[0].strip('-')}.json"
-            seconds = learn(data, out, [*settings, *extra], load)
+            seconds = learn(data, out, [*settings, *extra], load, env)
             graph, _ = read_json(out)
             first = first or graph
             m = evaluate(graph, pr.truth)

@@ -1,8 +1,9 @@
-"""The same graph whichever kernel the BLAS picks.
+"""The same covariance and graph whichever kernel the BLAS picks.
 
-OpenBLAS chooses its matrix kernels by CPU, so a covariance (numpy's `cov`, which every member and BOSS search
-starts from) can differ in its last bits between two machines. A search that settled a near-tie on those
-bits would give another graph on another machine. OPENBLAS_CORETYPE picks the kernel on this one."""
+OpenBLAS chooses its matrix kernels by CPU, so numpy's `cov` differs in its last bits between two machines, and on
+near-deterministic data a search carried that into another graph. Every member and order search starts from
+hpc.learners.bic.covariance instead, whose bits are IEEE arithmetic's alone. OPENBLAS_CORETYPE picks the kernel on
+this one."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+from hpc.learners.bic import covariance
 
 SCRIPT = """
 import hashlib, json, sys
 import numpy as np
 from hpc.data.generate import benchmark_problem
+from hpc.learners.bic import covariance
 from hpc.pef.pipeline import PEF
 from hpc.pef.steps import steps_from
 
@@ -25,8 +30,8 @@ members = [{"method": "fges", "penalty": 2.0, "max_parents": 100, "faithfulness"
            {"method": "boss", "penalty": 2.0}]
 pefs = [PEF(members, progress=False, steps=steps_from(settings)).fit(problem.data)
         for settings in ({}, {"rival.upto": 0})]  # the rival stands, or the repair runs in its place
-cov = np.cov(problem.data, rowvar=False)
-json.dump({"covariance": hashlib.sha256(cov.tobytes()).hexdigest(),
+digest = lambda a: hashlib.sha256(a.tobytes()).hexdigest()
+json.dump({"blas": digest(np.cov(problem.data, rowvar=False)), "covariance": digest(covariance(problem.data)),
            "edges": [sorted(map(list, pef.graph_.named_edges())) for pef in pefs],
            "ran": sorted({name for pef in pefs for name, account in pef.steps_.items()
                           if account and "skipped" not in account})},
@@ -36,11 +41,33 @@ json.dump({"covariance": hashlib.sha256(cov.tobytes()).hexdigest(),
 
 @pytest.mark.jvm
 @pytest.mark.slow
-def test_the_same_graph_whichever_kernel_the_blas_picks():
+def test_the_same_covariance_and_graph_whichever_kernel_the_blas_picks():
     runs = {kernel: json.loads(subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                                               check=True, env={**os.environ, "OPENBLAS_CORETYPE": kernel}).stdout)
             for kernel in ("", "Prescott")}
     native, generic = runs[""], runs["Prescott"]
-    assert native["covariance"] != generic["covariance"]  # the kernels do round differently here
+    assert native["blas"] != generic["blas"]  # the kernels do round differently here
+    assert native["covariance"] == generic["covariance"]
     assert {"rival", "repair", "polish", "sweep"} <= set(native["ran"])
     assert native["edges"] == generic["edges"]
+
+
+def test_the_covariance_sums_each_entry_over_the_rows_in_order():
+    """Bit for bit the row-by-row sum of exact elementwise products (numpy's `outer` and `+=` round each product
+    and each addition once, in that order): no fused multiply-add, no reassociation, on any CPU."""
+    from hpc.learners.gram_kernel import centred, gram
+
+    x = np.random.default_rng(3).normal(size=(41, 150))  # over two tiles of columns, the last one partial
+    a = centred(x)
+    by_rows = np.zeros((150, 150))
+    for row in a:
+        by_rows += np.outer(row, row)
+    assert np.array_equal(gram(a), by_rows)
+    np.testing.assert_allclose(covariance(x), np.cov(x, rowvar=False), rtol=1e-12, atol=1e-14)
+    assert np.array_equal(covariance(x), covariance(x).T)
+
+
+def test_a_covariance_needs_two_rows():
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        covariance(np.ones((1, 3)))
+    assert covariance(np.arange(6.0).reshape(3, 2)[:, :1]).shape == (1, 1)

@@ -11,11 +11,13 @@ import numpy as np
 
 from hpc.graphs.equivalence import pdag_to_dag
 from hpc.graphs.pdag import PDAG
+from hpc.learners.gram_kernel import covariance as gram_covariance
 
 
 def covariance(x: np.ndarray) -> np.ndarray:
-    """Sample covariance with divisor n - 1, columns = variables."""
-    return np.cov(np.asarray(x, dtype=np.float64), rowvar=False, ddof=1).reshape(x.shape[1], x.shape[1])
+    """Sample covariance with divisor n - 1, columns = variables; the same bits on every machine
+    (hpc.learners.gram_kernel), so every search that starts from it gives the same graph everywhere."""
+    return gram_covariance(x)
 
 
 #: Residual variances are floored at this fraction of the variable's variance: a variable its parents

@@ -26,6 +26,7 @@ from typing import cast
 import numpy as np
 
 from hpc.learners import moves_kernel as moves
+from hpc.learners.bic import covariance
 from hpc.learners import trees_kernel as kernel
 
 #: This module's search as a worker runner (hpc.learners.worker), for the steps that run it in a task.
@@ -125,12 +126,12 @@ def run_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndar
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        cov = np.atleast_2d(np.cov(x, rowvar=False))
+        cov = covariance(x)
         return bounded_order_search(cov, x.shape[0], penalty, order, pairs, nodes)
 
 
 def compile_kernel() -> None:
-    """Compile the trees' kernel now (numba keeps it on disk), so that a run's first search does not pay for it
-    (about 15 s, once per installation)."""
+    """Compile the trees' kernel and the covariance's now (numba keeps them on disk), so that a run's first search
+    does not pay for it (about 15 s, once per installation)."""
     x = np.random.default_rng(0).normal(size=(20, 3))
-    order_search(np.cov(x, rowvar=False), 20, 2.0, np.arange(3), None)
+    order_search(covariance(x), 20, 2.0, np.arange(3), None)

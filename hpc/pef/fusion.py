@@ -20,6 +20,7 @@ from hpc.checks import check_number
 from hpc.graphs.equivalence import reaches
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import residual_variance
+from hpc.learners.gram_kernel import gram, stacked_gram
 from hpc.pef.neighbours import row_blocks, strongest
 from hpc.pef.partition import cluster_labels
 
@@ -147,7 +148,7 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: Par
     local = np.unique(np.concatenate([rows, cols, *(parents[int(v)] for v in (*rows, *cols))]).astype(np.int64))
     pos = np.full(len(parents.ptr) - 1, -1, dtype=np.int64)
     pos[local] = np.arange(len(local))
-    corr = z[:, local].T @ z[:, local]
+    corr = gram(np.ascontiguousarray(z[:, local], dtype=np.float64))
     ii, jj = np.meshgrid(pos[rows], pos[cols], indexing="ij")
     ii, jj = ii.ravel(), jj.ravel()
     if config.prescreen_alpha is not None:
@@ -194,7 +195,7 @@ def conditioned_pvalues(z: np.ndarray, pairs: np.ndarray, parents: ParentSets, n
         sel = np.flatnonzero(sizes == k)
         index = np.column_stack([pairs[sel], np.array([conds[s] for s in sel], dtype=np.int64).reshape(len(sel), k)])
         cols = np.ascontiguousarray(np.moveaxis(z[:, index], 0, -1))  # (m, k+2, n)
-        cov = cols @ np.swapaxes(cols, 1, 2)
+        cov = stacked_gram(cols.astype(np.float64, copy=False))
         out[sel] = fisher_z_pvalues(stacked_partial_correlations(np.moveaxis(cov, 0, -1)), n, k)
     return out
 
@@ -238,7 +239,8 @@ def screen_near(z: np.ndarray, lo: int, near: np.ndarray, labels: np.ndarray, pa
 
 
 #: Up to this many variables F2 and F3 read their one-pair-at-a-time cross products from the data's whole Gram
-#: matrix (p² floats: 200 MB at 5,000, 800 MB at 10,000, made once in seconds) instead of n rows each.
+#: matrix (p² floats: 200 MB at 5,000, 800 MB at 10,000, made once: about 9 s at 10,000 on 1,000 rows) instead
+#: of n rows each.
 GRAM_UPTO = 10_000
 
 
@@ -246,7 +248,8 @@ class CrossProducts:
     """z[:, t].T @ z[:, t] for the small index lists F2 and F3 test one pair at a time. On dense data most F2
     candidates have an accepted pair at an end when their turn comes (modular-5000, seed 100: 59,068 of the
     first 60,000), each a gather and product over all n rows: 250 s of one run. From the Gram matrix it is a
-    k x k gather. Made on first use, so a fusion that never tests one at a time does not pay for it."""
+    k x k gather. Made on first use, so a fusion that never tests one at a time does not pay for it; by
+    hpc.learners.gram_kernel, as F1's, so a test near its level decides the same on every machine."""
 
     def __init__(self, z: np.ndarray) -> None:
         self.z = z
@@ -254,9 +257,9 @@ class CrossProducts:
 
     def __call__(self, t: list[int]) -> np.ndarray:
         if self.z.shape[1] > GRAM_UPTO:
-            return self.z[:, t].T @ self.z[:, t]
+            return gram(np.ascontiguousarray(self.z[:, t], dtype=np.float64))
         if self.gram is None:
-            self.gram = self.z.T @ self.z
+            self.gram = gram(np.ascontiguousarray(self.z, dtype=np.float64))
         return self.gram[np.ix_(t, t)]
 
 
