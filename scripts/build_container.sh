@@ -71,7 +71,7 @@ if [ "${1:-}" = --exec ]; then
   in_sid "$PWD" "$(dirname "$image")" -- apptainer exec "$image" "$@"; exit
 fi
 OUT=$(realpath -m "${1:-psle.sif}")
-if [ -f "$OUT" ] && [ -z "$(cd "$REPO" && find Apptainer.def pyproject.toml README.md hpc hydra_plugins conf \
+if [ -f "$OUT" ] && [ -z "$(cd "$REPO" && find Apptainer.def pyproject.toml constraints.txt README.md hpc hydra_plugins conf \
     -newer "$OUT" -not -path '*/__pycache__*' -print -quit)" ]; then
   say "$OUT is up to date"; exit 0
 fi

@@ -14,12 +14,12 @@ fi
 VENV="$ROOT/.venv"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 STAMP="$VENV/.psle-installed"
-WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+WANT="$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
   echo "setup: installing the project into $VENV ..." >&2
   LOG="$VENV/install.log"
   { "$VENV/bin/python" -m pip install --disable-pip-version-check --upgrade pip \
-    && "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$ROOT[test]"; } >"$LOG" 2>&1 \
+    && "$VENV/bin/python" -m pip install --disable-pip-version-check -c "$ROOT/constraints.txt" -e "$ROOT[test]"; } >"$LOG" 2>&1 \
     || { tail -n 30 "$LOG" >&2; echo "setup: pip install failed; full log in $LOG" >&2; exit 1; }
   echo "$WANT" > "$STAMP"
 fi

@@ -53,3 +53,22 @@ def test_a_wheel_installed_into_a_fresh_venv_learns_with_the_shipped_selector_an
     experiment = subprocess.run([str(venv / "bin" / "psle-experiment"), "--cfg", "job", "method=p-boss"], cwd=work,
                                 env=env, capture_output=True, text=True, timeout=300)
     assert experiment.returncode == 0 and "name: p-boss" in experiment.stdout, experiment.stderr
+
+
+def test_the_environment_has_the_pinned_versions():
+    """scripts/setup.sh installs with constraints.txt: the versions a graph was measured on are the ones a rerun
+    gets (a newer release can move a graph by a near-tie)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    pins = [line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if line and not line.startswith("#")]
+    assert len(pins) > 20 and all(len(pin) == 2 for pin in pins)
+    wrong = []
+    for name, pinned in pins:
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            continue  # pinned for another platform or Python, not needed here
+        if installed != pinned:
+            wrong.append(f"{name} {installed} (pinned {pinned})")
+    assert not wrong, "installed beside constraints.txt: " + ", ".join(wrong)
