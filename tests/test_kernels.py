@@ -71,3 +71,19 @@ def test_a_covariance_needs_two_rows():
     with pytest.raises(ValueError, match="at least 2 rows"):
         covariance(np.ones((1, 3)))
     assert covariance(np.arange(6.0).reshape(3, 2)[:, :1]).shape == (1, 1)
+
+
+def test_the_residual_is_least_squares_and_passes_over_a_redundant_column():
+    from hpc.learners.bic import MIN_RESIDUAL, residual_variance
+
+    x = np.random.default_rng(5).normal(size=(300, 5))
+    x[:, 4] = x[:, 0] - 2.0 * x[:, 1] + 0.5 * x[:, 2] + 0.3 * x[:, 3] + np.random.default_rng(6).normal(size=300)
+    cov = covariance(x)
+    beta = np.linalg.lstsq(x[:, :4] - x[:, :4].mean(0), x[:, 4] - x[:, 4].mean(), rcond=None)[0]
+    fitted = (x[:, 4] - x[:, 4].mean()) - (x[:, :4] - x[:, :4].mean(0)) @ beta
+    assert np.isclose(residual_variance(cov, 4, np.arange(4)), fitted @ fitted / 299, rtol=1e-10)
+    x = np.column_stack([x[:, :4], x[:, 0] + x[:, 1], x[:, 4]])  # column 4 is columns 0 and 1 together
+    cov = covariance(x)
+    assert np.isclose(residual_variance(cov, 5, np.array([0, 4, 1, 2, 3])), fitted @ fitted / 299, rtol=1e-8)
+    assert residual_variance(cov, 4, np.array([0, 1])) == MIN_RESIDUAL * cov[4, 4]  # determined: floored
+    assert residual_variance(cov, 2, np.empty(0, dtype=np.int64)) == cov[2, 2]

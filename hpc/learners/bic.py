@@ -12,6 +12,7 @@ import numpy as np
 from hpc.graphs.equivalence import pdag_to_dag
 from hpc.graphs.pdag import PDAG
 from hpc.learners.gram_kernel import covariance as gram_covariance
+from hpc.learners.gram_kernel import residual as gram_residual
 
 
 def covariance(x: np.ndarray) -> np.ndarray:
@@ -26,15 +27,12 @@ MIN_RESIDUAL = 1e-12
 
 
 def residual_variance(cov: np.ndarray, i: int, parents: np.ndarray) -> float:
-    """Variance of i left after regressing it on `parents`. A singular parent block (collinear or
-    near-deterministic data, e.g. strong edge weights) gets the least-squares projection, which is
-    the same residual whichever of the redundant parents carry the fit."""
-    c_pi, block = cov[parents, i], cov[np.ix_(parents, parents)]
-    try:
-        beta = np.linalg.solve(block, c_pi)
-    except np.linalg.LinAlgError:
-        beta = np.linalg.lstsq(block, c_pi, rcond=None)[0]
-    return float(max(cov[i, i] - c_pi @ beta, MIN_RESIDUAL * cov[i, i]))
+    """Variance of i left after regressing it on `parents`, floored at MIN_RESIDUAL of its variance. A singular
+    parent block (collinear or near-deterministic data, e.g. strong edge weights) gets the least-squares
+    projection, which is the same residual whichever of the redundant parents carry the fit. Compiled
+    (hpc.learners.gram_kernel.residual): the same bits on every machine, as LAPACK's solve is not."""
+    return float(gram_residual(np.ascontiguousarray(cov, dtype=np.float64), int(i),
+                               np.ascontiguousarray(parents, dtype=np.int64), MIN_RESIDUAL))
 
 
 def paying_r2(n: int, penalty: float) -> float:

@@ -1,4 +1,4 @@
-"""Covariances and cross products with the same bits on every machine, compiled with numba.
+"""Covariances, cross products and regression residuals with the same bits on every machine, compiled with numba.
 
 numpy's `cov` is a BLAS product, and OpenBLAS picks its kernel by CPU, so the covariance every member and every
 order search starts from differed in its last bits between machines; on near-deterministic data a search carries
@@ -96,6 +96,40 @@ def centred(x: np.ndarray) -> np.ndarray:
         for j in range(p):
             out[r, j] = x[r, j] - mean[j]
     return out
+
+
+@njit(cache=True)
+def residual(cov: np.ndarray, v: int, idx: np.ndarray, floor: float) -> float:
+    """v's residual variance on the columns `idx` of the covariance `cov`, floored at `floor` * cov[v, v]: the last
+    pivot of a Cholesky factor of the block of idx and v, in loops rather than LAPACK's (whose kernels differ by
+    CPU). A column whose residual on the ones before it is under `floor` of its variance is (nearly) a combination
+    of them and is passed over, so on a singular block this is the least-squares projection's residual, whichever
+    of the redundant columns carry the fit."""
+    k = len(idx)
+    cols = np.empty(k + 1, dtype=np.int64)
+    cols[:k] = idx
+    cols[k] = v
+    low = np.zeros((k + 1, k + 1))
+    kept = np.zeros(k + 1, dtype=np.bool_)
+    for j in range(k + 1):
+        d = cov[cols[j], cols[j]]
+        for t in range(j):
+            if kept[t]:
+                d -= low[j, t] * low[j, t]
+        if j == k:
+            return max(d, floor * cov[v, v])
+        if not d > floor * cov[cols[j], cols[j]]:
+            continue
+        d = np.sqrt(d)
+        low[j, j] = d
+        kept[j] = True
+        for i in range(j + 1, k + 1):
+            e = cov[cols[i], cols[j]]
+            for t in range(j):
+                if kept[t]:
+                    e -= low[i, t] * low[j, t]
+            low[i, j] = e / d
+    return cov[v, v]  # not reached: the loop returns at j == k
 
 
 def covariance(x: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from numba import njit, types
 from numba.typed import Dict, List
 
 from hpc.learners.bic import MIN_RESIDUAL
+from hpc.learners.gram_kernel import residual
 from hpc.learners.numba_cache import ensure_cache_folder
 
 ensure_cache_folder()  # before the first @njit(cache=True): numba refuses one it has nowhere to cache
@@ -294,20 +295,6 @@ def make_node(trees: tuple, cov: np.ndarray, diag: np.ndarray, ws: np.ndarray, v
 
 
 @njit(cache=True)
-def residual_variance(cov: np.ndarray, v: int, idx: np.ndarray) -> float:
-    """hpc.learners.bic.residual_variance, compiled: v's residual on `idx` (least squares where singular)."""
-    block = _block(cov, idx)
-    c = np.empty(len(idx))
-    for a in range(len(idx)):
-        c[a] = cov[idx[a], v]
-    try:
-        beta = np.linalg.solve(block, c)
-    except Exception:  # noqa: BLE001
-        beta = np.linalg.lstsq(block, c)[0]
-    return max(cov[v, v] - c @ beta, MIN_RESIDUAL * cov[v, v])
-
-
-@njit(cache=True)
 def without(inv: np.ndarray, i: int) -> np.ndarray:
     """The inverse of a block without its row and column i, from the block's inverse `inv` in O(k^2)."""
     k = inv.shape[0]
@@ -344,7 +331,7 @@ def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2
                 left[a] = full + beta[a] * beta[a] / inv[a, a] if fine else 0.0
             if not fine:  # collinear: one fit each
                 for a in range(k):
-                    left[a] = residual_variance(cov, v, np.delete(parents, a))
+                    left[a] = residual(cov, v, np.delete(parents, a), MIN_RESIDUAL)
         best, drop = -np.inf, -1
         for a in range(k):
             s = -n * math.log(max(left[a], floor)) - cost * (k - 1)
