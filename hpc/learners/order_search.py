@@ -26,7 +26,7 @@ from typing import cast
 import numpy as np
 
 from hpc.learners import moves_kernel as moves
-from hpc.learners.bic import covariance
+from hpc.learners.bic import covariance, residual_variance
 from hpc.learners import trees_kernel as kernel
 
 #: This module's search as a worker runner (hpc.learners.worker), for the steps that run it in a task.
@@ -131,7 +131,8 @@ def run_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndar
 
 
 def compile_kernel() -> None:
-    """Compile the trees' kernel and the covariance's now (numba keeps them on disk), so that a run's first search
-    does not pay for it (about 15 s, once per installation)."""
+    """Compile the trees' kernel, the covariance's and BIC's residual now (numba keeps them on disk), so that a run's
+    first search does not pay for it (about 15 s, once per installation)."""
     x = np.random.default_rng(0).normal(size=(20, 3))
     order_search(covariance(x), 20, 2.0, np.arange(3), None)
+    residual_variance(covariance(x), 0, np.arange(1, 3))
