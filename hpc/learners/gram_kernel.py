@@ -27,7 +27,8 @@ TILE = 64
 @njit(cache=True)
 def gram(a: np.ndarray) -> np.ndarray:
     """a.T @ a for a C-ordered float64 array `a` (rows = samples), each entry summed over the rows in order. Four
-    entries' rows share each load of a row's segment (2.3x faster than one at a time, the same bits)."""
+    rows of a tile share each load of a data row's segment (2.3x faster than one tile row at a time, the same
+    bits)."""
     n, p = a.shape
     out = np.empty((p, p))
     for i0 in range(0, p, TILE):

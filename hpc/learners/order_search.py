@@ -26,8 +26,8 @@ from typing import cast
 import numpy as np
 
 from hpc.learners import moves_kernel as moves
-from hpc.learners.bic import covariance, residual_variance
 from hpc.learners import trees_kernel as kernel
+from hpc.learners.bic import covariance, residual_variance
 
 #: This module's search as a worker runner (hpc.learners.worker), for the steps that run it in a task.
 RUNNER = "hpc.learners.order_search:run_order_search"
