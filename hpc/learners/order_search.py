@@ -120,9 +120,10 @@ BOUNDED_RUNNER = "hpc.learners.order_search:run_bounded"
 
 def run_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndarray | None,
                 nodes: int | None) -> tuple[np.ndarray, bool]:
-    """`bounded_order_search` on the data `x` (rows = samples), with one BLAS thread: the search's products are
-    small, a second thread only waits for a core that another task holds (sf-1000's rival took twice its idle
-    seconds beside an fGES so), and one thread keeps the products' rounding independent of the core count."""
+    """`bounded_order_search` on the data `x` (rows = samples), with one BLAS thread. The covariance and the trees
+    use no BLAS; only the pseudo-inverse of a block that is not positive definite does, and one thread keeps its
+    rounding independent of the core count (a second would also only wait for a core another task holds: sf-1000's
+    rival took twice its idle seconds beside an fGES so, when the search's products were BLAS's)."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
