@@ -134,6 +134,6 @@ def run_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndar
 def compile_kernel() -> None:
     """Compile the trees' kernel, the covariance's and BIC's residual now (numba keeps them on disk), so that a run's
     first search does not pay for it (about 15 s, once per installation)."""
-    x = np.random.default_rng(0).normal(size=(20, 3))
-    order_search(covariance(x), 20, 2.0, np.arange(3), None)
-    residual_variance(covariance(x), 0, np.arange(1, 3))
+    cov = covariance(np.random.default_rng(0).normal(size=(20, 3)))
+    order_search(cov, 20, 2.0, np.arange(3), None)
+    residual_variance(cov, 0, np.arange(1, 3))
