@@ -133,6 +133,11 @@ def residual(cov: np.ndarray, v: int, idx: np.ndarray, floor: float) -> float:
     return cov[v, v]  # not reached: the loop returns at j == k
 
 
+def cross_products(a: np.ndarray) -> np.ndarray:
+    """a.T @ a for any 2-D array (`gram` on a float64 C-ordered copy where it is not one already)."""
+    return gram(np.ascontiguousarray(a, dtype=np.float64))
+
+
 def covariance(x: np.ndarray) -> np.ndarray:
     """The sample covariance of the columns of `x` (divisor n - 1), the same bits on every machine."""
     x = np.ascontiguousarray(x, dtype=np.float64)

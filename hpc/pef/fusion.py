@@ -20,7 +20,7 @@ from hpc.checks import check_number
 from hpc.graphs.equivalence import reaches
 from hpc.graphs.pdag import PDAG
 from hpc.learners.bic import residual_variance
-from hpc.learners.gram_kernel import gram, stacked_gram
+from hpc.learners.gram_kernel import cross_products, stacked_gram
 from hpc.pef.neighbours import row_blocks, strongest
 from hpc.pef.partition import cluster_labels
 
@@ -148,7 +148,7 @@ def screen_block(z: np.ndarray, rows: np.ndarray, cols: np.ndarray, parents: Par
     local = np.unique(np.concatenate([rows, cols, *(parents[int(v)] for v in (*rows, *cols))]).astype(np.int64))
     pos = np.full(len(parents.ptr) - 1, -1, dtype=np.int64)
     pos[local] = np.arange(len(local))
-    corr = gram(np.ascontiguousarray(z[:, local], dtype=np.float64))
+    corr = cross_products(z[:, local])
     ii, jj = np.meshgrid(pos[rows], pos[cols], indexing="ij")
     ii, jj = ii.ravel(), jj.ravel()
     if config.prescreen_alpha is not None:
@@ -257,9 +257,9 @@ class CrossProducts:
 
     def __call__(self, t: list[int]) -> np.ndarray:
         if self.z.shape[1] > GRAM_UPTO:
-            return gram(np.ascontiguousarray(self.z[:, t], dtype=np.float64))
+            return cross_products(self.z[:, t])
         if self.gram is None:
-            self.gram = gram(np.ascontiguousarray(self.z, dtype=np.float64))
+            self.gram = cross_products(self.z)
         return self.gram[np.ix_(t, t)]
 
 
