@@ -170,6 +170,27 @@ def test_the_kernels_inverses_are_numpys():
     np.testing.assert_allclose(inverse(twin), np.linalg.pinv(twin), rtol=1e-6, atol=1e-9)
 
 
+def test_a_nodes_ranking_is_a_stable_sorts_order():
+    """The trees' in-place ranking (larger gains first, equal gains in the candidates' order) is numpy's stable
+    argsort of the negated gains, on ties, on sizes around its switch to insertion sort and on a prefix only."""
+    from hpc.learners.trees_kernel import rank
+
+    rng = np.random.default_rng(0)
+    for n in [*range(40), 137, 999]:
+        for ties in (False, True):
+            gains = rng.integers(0, max(1, n // 4), n).astype(float) if ties else rng.random(n)
+            keys = np.arange(n, dtype=np.int64)
+            expected = np.argsort(-gains, kind="stable")
+            sorted_gains = gains.copy()
+            rank(sorted_gains, keys, n)
+            assert np.array_equal(keys, expected) and np.array_equal(sorted_gains, gains[expected])
+    gains, keys = rng.random(50), np.arange(50, dtype=np.int64)
+    before = gains.copy()
+    rank(gains, keys, 30)
+    assert np.array_equal(keys[:30], np.argsort(-before[:30], kind="stable"))
+    assert np.array_equal(keys[30:], np.arange(30, 50)) and np.array_equal(gains[30:], before[30:])
+
+
 def test_one_compiled_search_serves_every_size_and_input_layout():
     """A search over one variable, or from a read-only or strided start, runs the kernels already compiled: a
     new layout would make numba compile them again in the middle of a run (about 30 s)."""

@@ -31,20 +31,20 @@ _walk = cast(Callable[..., tuple], kernel.walk)
 _VARIABLES = types.DictType(types.int64, types.boolean)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _variables() -> Dict:
     """An empty set of variables."""
     return Dict.empty(types.int64, types.boolean)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _best(trees: tuple, ctx: tuple, v: int, pos: np.ndarray, limit: int, x: int, x_in: bool) -> tuple:
     """v's walk (trees_kernel.walk): score, parents, the partners looked at, the first place among those that
     might not be parents."""
     return _walk(*trees, *ctx, v, pos, limit, x, x_in)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _settle(v: int, walk: tuple, score: np.ndarray, seen: List, users: List) -> None:
     """Take `walk` as v's: its score, and the index of who looked at whom."""
     score[v] = walk[0]
@@ -61,7 +61,7 @@ def _settle(v: int, walk: tuple, score: np.ndarray, seen: List, users: List) -> 
     seen[v] = now
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _own_walks(trees: tuple, ctx: tuple, x: int, pos: np.ndarray) -> tuple[list, list]:
     """x's walk at each place g of the order without x (from g on, until the next entry): the same until a partner
     it looked at comes before it, so only those places need a walk."""
@@ -75,7 +75,7 @@ def _own_walks(trees: tuple, ctx: tuple, x: int, pos: np.ndarray) -> tuple[list,
     return places, walks
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _best_place(trees: tuple, ctx: tuple, x: int, pos: np.ndarray, score: np.ndarray, users: List) -> tuple:
     """Where x raises the total BIC most, if by more than TOLERANCE over where it stands: whether it moves, the
     first place of that stretch (in the order without x), x's walk there, the variables whose walk looked at x (by
@@ -122,7 +122,7 @@ def _best_place(trees: tuple, ctx: tuple, x: int, pos: np.ndarray, score: np.nda
     return moves, starts[stretch], walks[own_at[stretch]], affected, q_aff, toggled
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def search(root: np.ndarray, ranked: list, s2s: list, held: dict, child: dict, hcross: list, hvar: list, hinv: list,
            hs2: list, queue: list, shrunk: dict, shrink_score: list, shrink_parents: list, counts: np.ndarray,
            cov: np.ndarray, diag: np.ndarray, pstart: np.ndarray, plist: np.ndarray, n: float,
@@ -164,7 +164,7 @@ def search(root: np.ndarray, ranked: list, s2s: list, held: dict, child: dict, h
     return _dag(trees, ctx, pos), stopped
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _move(x: int, lo: int, walk: tuple, affected: np.ndarray, q_aff: np.ndarray, toggled: list, seq: np.ndarray,
           pos: np.ndarray, score: np.ndarray, seen: List, users: List, partners: np.ndarray) -> None:
     """Move x to the stretch starting at `lo` (_best_place's answer): into the first gap between its partners
@@ -189,7 +189,7 @@ def _move(x: int, lo: int, walk: tuple, affected: np.ndarray, q_aff: np.ndarray,
             _settle(affected[i], toggled[i], score, seen, users)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _dag(trees: tuple, ctx: tuple, pos: np.ndarray) -> np.ndarray:
     """The DAG of the order `pos` (each variable's place): parent -> child rows, children in index order."""
     rows = []

@@ -12,7 +12,8 @@ O(k m) for a path of k partners out of m, the direct fit O(k^2 m): paths grow lo
 children as parents (sf-1000's polish: up to 130 partners of 175), and deriving every node there cut its searches
 to a fifth of their seconds, with the same DAGs; on sparse searches the two cost the same. Every loop
 runs in a fixed order, with no reassociation (no fastmath) and no BLAS (whose kernels and threads differ between
-machines), so the same input gives the same trees.
+machines), so the same input gives the same trees. numpy's error model (a division by zero gives inf, not an
+exception) only drops numba's check before each division: the same arithmetic, in loops that vectorise.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ _F64M = types.float64[:, ::1]
 #   counts: nodes created, the queue's head, the bytes held.
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def new_trees(p: int) -> tuple:
     return (np.full(p, -1, dtype=np.int64), List.empty_list(_I32), List.empty_list(types.float64),
             Dict.empty(types.int64, types.int64), Dict.empty(types.int64, types.int64), List.empty_list(_F64),
@@ -56,7 +57,7 @@ def new_trees(p: int) -> tuple:
             List.empty_list(_I64), np.zeros(3, dtype=np.int64))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _block(cov: np.ndarray, idx: np.ndarray) -> np.ndarray:
     k = len(idx)
     out = np.empty((k, k))
@@ -66,7 +67,7 @@ def _block(cov: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def inverse(block: np.ndarray) -> np.ndarray:
     """The inverse of a covariance block, by its Cholesky factor in loops: blocks are small, LAPACK's calls cost
     more than their arithmetic there, and its threads would make the rounding depend on the core count. A
@@ -105,7 +106,7 @@ def inverse(block: np.ndarray) -> np.ndarray:
     return inv
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fit(cov: np.ndarray, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """The inverse of the path `idx`'s covariance block, v's coefficients on it and v's residual on it (not
     floored)."""
@@ -114,7 +115,7 @@ def fit(cov: np.ndarray, v: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return inv, beta, s2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def coefficients(cov: np.ndarray, v: int, idx: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, float]:
     """v's coefficients on `idx` and its residual on them (not floored), given the inverse of their block."""
     k = len(idx)
@@ -131,7 +132,7 @@ def coefficients(cov: np.ndarray, v: int, idx: np.ndarray, inv: np.ndarray) -> t
     return beta, s2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def given(cov: np.ndarray, diag: np.ndarray, v: int, idx: np.ndarray, inv: np.ndarray, beta: np.ndarray,
           cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The partial covariances with v and the partial variances of `cols` given the path `idx` (`fit`'s inverse
@@ -157,7 +158,7 @@ def given(cov: np.ndarray, diag: np.ndarray, v: int, idx: np.ndarray, inv: np.nd
     return cross, var
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def direct(cov: np.ndarray, diag: np.ndarray, v: int, path: np.ndarray,
            ws: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """Over the partners `ws`: their partial covariances with v and partial variances given `path` (0 for those on
@@ -174,7 +175,7 @@ def direct(cov: np.ndarray, diag: np.ndarray, v: int, path: np.ndarray,
     return cross, var, s2, inv
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def derived(cov: np.ndarray, diag: np.ndarray, path: np.ndarray, ws: np.ndarray, cross0: np.ndarray, var0: np.ndarray,
             s20: float, inv0: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray] | None:
     """`direct`'s answer for `path` from its parent's (the path without its last partner: `cross0`, `var0`, `s20`,
@@ -226,33 +227,85 @@ def derived(cov: np.ndarray, diag: np.ndarray, path: np.ndarray, ws: np.ndarray,
     return cross, var, s20 - g * cross0[j], inv
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ranked_partners(cov: np.ndarray, diag: np.ndarray, v: int, cands: np.ndarray, cross: np.ndarray, var: np.ndarray,
                     s2: float, needed: float) -> np.ndarray:
     """The candidates that raise v's score when added (they explain more than s2 * needed of its residual `s2`),
     ranked by what they explain, best first (ties in the candidates' order)."""
     m = len(cands)
-    explained = np.zeros(m)
     cap = s2 - MIN_RESIDUAL * cov[v, v]
+    gains = np.empty(m)
+    kept = np.empty(m, dtype=np.int64)
     count = 0
     for j in range(m):
+        explained = 0.0
         if var[j] > MIN_RESIDUAL * diag[cands[j]]:
-            explained[j] = cross[j] * cross[j] / var[j]
-        if explained[j] > cap:
-            explained[j] = cap
-        if explained[j] > s2 * needed:
+            explained = cross[j] * cross[j] / var[j]
+        if explained > cap:
+            explained = cap
+        if explained > s2 * needed:
+            gains[count], kept[count] = explained, j
             count += 1
-    kept = np.empty(count, dtype=np.int64)
-    gains = np.empty(count)
-    i = 0
-    for j in range(m):
-        if explained[j] > s2 * needed:
-            kept[i], gains[i] = cands[j], -explained[j]
-            i += 1
-    return kept[np.argsort(gains, kind="mergesort")].astype(np.int32)
+    rank(gains, kept, count)
+    out = np.empty(count, dtype=np.int32)
+    for i in range(count):
+        out[i] = cands[kept[i]]
+    return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
+def _ahead(ga: float, ka: int, gb: float, kb: int) -> bool:
+    return ga > gb or (ga == gb and ka < kb)
+
+
+@njit(cache=True, error_model="numpy")
+def rank(gains: np.ndarray, keys: np.ndarray, count: int) -> None:
+    """Sort the first `count` entries of `gains` and `keys` together, larger gains first and, of equal gains, smaller
+    keys first: a stable sort's order, by a quicksort in place (a node's ranking was a fifth of a search's seconds
+    under numba's argsort by merges, with its buffers)."""
+    stack = np.empty(128, dtype=np.int64)
+    top, lo, hi = 0, 0, count - 1
+    while True:
+        if hi - lo < 16:  # insertion sort
+            for i in range(lo + 1, hi + 1):
+                g, k = gains[i], keys[i]
+                j = i - 1
+                while j >= lo and _ahead(g, k, gains[j], keys[j]):
+                    gains[j + 1], keys[j + 1] = gains[j], keys[j]
+                    j -= 1
+                gains[j + 1], keys[j + 1] = g, k
+            if top == 0:
+                return
+            top -= 2
+            lo, hi = stack[top], stack[top + 1]
+            continue
+        mid = (lo + hi) >> 1
+        for a, b in ((lo, mid), (mid, hi), (lo, mid)):  # the median of three at mid
+            if _ahead(gains[b], keys[b], gains[a], keys[a]):
+                gains[a], gains[b] = gains[b], gains[a]
+                keys[a], keys[b] = keys[b], keys[a]
+        pg, pk = gains[mid], keys[mid]
+        i, j = lo, hi
+        while i <= j:
+            while _ahead(gains[i], keys[i], pg, pk):
+                i += 1
+            while _ahead(pg, pk, gains[j], keys[j]):
+                j -= 1
+            if i <= j:
+                gains[i], gains[j] = gains[j], gains[i]
+                keys[i], keys[j] = keys[j], keys[i]
+                i += 1
+                j -= 1
+        if j - lo > hi - i:  # the larger part waits, so the stack stays shallow
+            stack[top], stack[top + 1] = lo, j
+            lo = i
+        else:
+            stack[top], stack[top + 1] = i, hi
+            hi = j
+        top += 2
+
+
+@njit(cache=True, error_model="numpy")
 def hold(trees: tuple, node: int, cross: np.ndarray, var: np.ndarray, s2: float, inv: np.ndarray) -> None:
     """Keep a node's partials for its children, dropping the oldest held past HELD_BYTES."""
     held, hcross, hvar, hinv, hs2, queue, counts = trees[3], trees[5], trees[6], trees[7], trees[8], trees[9], trees[13]
@@ -272,7 +325,7 @@ def hold(trees: tuple, node: int, cross: np.ndarray, var: np.ndarray, s2: float,
         hcross[slot], hvar[slot], hinv[slot] = np.empty(0), np.empty(0), np.empty((0, 0))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def make_node(trees: tuple, cov: np.ndarray, diag: np.ndarray, ws: np.ndarray, v: int, parent: int, path: np.ndarray,
               needed: float) -> int:
     """A new node of v's tree at `path` (its parent node `parent`, -1 for the root): its ranked partners and its
@@ -294,7 +347,7 @@ def make_node(trees: tuple, cov: np.ndarray, diag: np.ndarray, ws: np.ndarray, v
     return len(trees[1]) - 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def without(inv: np.ndarray, i: int) -> np.ndarray:
     """The inverse of a block without its row and column i, from the block's inverse `inv` in O(k^2)."""
     k = inv.shape[0]
@@ -308,7 +361,7 @@ def without(inv: np.ndarray, i: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2: float) -> tuple[float, np.ndarray]:
     """v's score and parents after the shrink of `grown` (whose residual is `s2`): while removing a parent gains,
     remove the one whose removal gains most. Each step's leave-one-out residuals come from the parents' inverse
@@ -346,7 +399,7 @@ def shrink(cov: np.ndarray, n: float, cost: float, v: int, grown: np.ndarray, s2
     return score, parents
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcross: List, hvar: List, hinv: List,
          hs2: List, queue: List, shrunk: Dict, shrink_score: List, shrink_parents: List, counts: np.ndarray,
          cov: np.ndarray, diag: np.ndarray, pstart: np.ndarray, plist: np.ndarray, n: float, cost: float, needed: float,
@@ -398,7 +451,7 @@ def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcr
     return shrink_score[slot], shrink_parents[slot], seen[:count], low
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def first_allowed(here: np.ndarray, pos: np.ndarray, limit: int, x: int, x_in: bool, low: int) -> tuple[int, int]:
     """The index in a node's ranked partners `here` of the first that may be a parent (len(here) if none), and the
     lowest place among those before it (or `low`)."""
@@ -414,7 +467,7 @@ def first_allowed(here: np.ndarray, pos: np.ndarray, limit: int, x: int, x_in: b
     return i, low
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def appended(seen: np.ndarray, count: int, more: np.ndarray) -> tuple[np.ndarray, int]:
     """`more` after the first `count` entries of the buffer `seen` (grown when full), and the new count."""
     if count + len(more) > len(seen):
