@@ -333,8 +333,8 @@ def make_node(trees: tuple, cov: np.ndarray, diag: np.ndarray, ws: np.ndarray, v
     counts = trees[13]
     counts[0] += 1
     found = None
-    if parent >= 0 and parent in trees[3]:
-        slot = trees[3][parent]
+    slot = trees[3].get(parent, -1) if parent >= 0 else -1
+    if slot >= 0:
         found = derived(cov, diag, path, ws, trees[5][slot], trees[6][slot], trees[8][slot], trees[7][slot])
     if found is None:
         cross, var, s2, inv = direct(cov, diag, v, path, ws)
@@ -417,7 +417,7 @@ def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcr
     if node < 0:
         node = make_node(trees, cov, diag, ws, v, -1, np.empty(0, dtype=np.int64), needed)
         root[v] = node
-    path = np.empty(len(ws), dtype=np.int64)
+    path = np.empty(min(len(ws), 16), dtype=np.int64)  # grown as the walk goes deeper
     depth = 0
     seen = np.empty(64, dtype=np.int64)
     count = 0
@@ -430,24 +430,26 @@ def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcr
         if i == size:
             break
         c = here[i]
+        if depth == len(path):
+            path = np.concatenate((path, np.empty(len(path), dtype=np.int64)))
         path[depth] = c
         depth += 1
         key = node * p + c
-        if key in child:
-            node = child[key]
-        else:
-            made = make_node(trees, cov, diag, ws, v, node, path[:depth].copy(), needed)
-            child[key] = made
-            node = made
+        below = child.get(key, -1)
+        if below < 0:
+            below = make_node(trees, cov, diag, ws, v, node, path[:depth], needed)
+            child[key] = below
+        node = below
     s2 = s2s[node]
     if depth == 0:
         return -n * math.log(s2), np.empty(0, dtype=np.int64), seen[:count], low
-    if node not in shrunk:
-        shrunk[node] = len(shrink_score)
-        score, parents = shrink(cov, n, cost, v, path[:depth].copy(), s2)
+    slot = shrunk.get(node, -1)
+    if slot < 0:
+        slot = len(shrink_score)
+        shrunk[node] = slot
+        score, parents = shrink(cov, n, cost, v, path[:depth], s2)
         shrink_score.append(score)
         shrink_parents.append(parents)
-    slot = shrunk[node]
     return shrink_score[slot], shrink_parents[slot], seen[:count], low
 
 
