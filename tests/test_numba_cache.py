@@ -1,5 +1,6 @@
 """Where the compiled kernel is cached: numba's own places while one is writable, else a per-user temporary
-folder, so that a read-only install with a read-only home still imports (numba would refuse the kernel)."""
+folder, so that a read-only install with a read-only home still imports (numba would refuse the kernel); each in a
+folder named by the kernel's sources, so that no version runs another's cached code."""
 
 import os
 import shutil
@@ -8,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hpc.learners.numba_cache import cache_folder, writable
+from hpc.learners.numba_cache import KERNEL_SOURCES, cache_folder, kernels_digest, writable
 
 
 def test_a_folder_under_a_file_is_not_writable_and_a_fresh_one_is(tmp_path):
@@ -17,16 +18,34 @@ def test_a_folder_under_a_file_is_not_writable_and_a_fresh_one_is(tmp_path):
     assert writable(tmp_path / "fresh" / "cache") and (tmp_path / "fresh" / "cache").is_dir()
 
 
-def test_numbas_own_places_are_kept_while_one_is_writable(tmp_path, monkeypatch):
+def test_the_first_writable_place_holds_a_folder_named_by_the_kernels_sources(tmp_path, monkeypatch):
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     (tmp_path / "file").write_text("")
     blocked = tmp_path / "file" / "x"
-    assert cache_folder(tmp_path / "tree", blocked) is None
-    assert cache_folder(blocked, tmp_path / "user") is None
-    assert cache_folder(blocked, blocked) == str(Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}")
-    assert cache_folder(blocked, None) == cache_folder(blocked, blocked)
+    assert cache_folder(tmp_path / "tree", blocked, "d1") == str(tmp_path / "tree" / "kernels-d1")
+    assert cache_folder(blocked, tmp_path / "user", "d1") == str(tmp_path / "user" / "kernels-d1")
+    temporary = Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}"
+    assert cache_folder(blocked, blocked, "d1") == str(temporary / "kernels-d1")
+    assert cache_folder(blocked, None, "d1") == cache_folder(blocked, blocked, "d1")
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
-    assert cache_folder(blocked, blocked) is None  # the user's own choice stands
+    assert cache_folder(tmp_path / "tree", None, "d2") == str(tmp_path / "mine" / "kernels-d2")  # the user's choice
+
+
+def test_a_changed_kernel_source_gets_another_folder(tmp_path):
+    """numba checks a cached search against the moves' source only: an edit to the trees' kernel (an upgrade) must
+    still compile anew, so the folder's name changes with any kernel source."""
+    import hpc
+
+    learners = Path(hpc.__file__).parent / "learners"
+    for name in KERNEL_SOURCES:
+        shutil.copy(learners / name, tmp_path / name)
+    before = kernels_digest(tmp_path)
+    assert before == kernels_digest(learners)
+    for name in KERNEL_SOURCES:
+        original = (tmp_path / name).read_text()
+        (tmp_path / name).write_text(original + "\n")
+        assert kernels_digest(tmp_path) != before, name
+        (tmp_path / name).write_text(original)
 
 
 def test_a_read_only_install_with_no_home_imports_the_kernel_and_caches_it_in_the_temporary_folder(tmp_path):
@@ -45,4 +64,5 @@ def test_a_read_only_install_with_no_home_imports_the_kernel_and_caches_it_in_th
                           "assert k.__file__.startswith(%r); print(numba.config.CACHE_DIR)" % str(tmp_path)],
                          env=env, capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == str(Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}")
+    digest = kernels_digest(tmp_path / "hpc" / "learners")
+    assert run.stdout.strip() == str(Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}" / f"kernels-{digest}")

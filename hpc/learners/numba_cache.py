@@ -4,13 +4,22 @@ numba writes a cached function's machine code beside its source (`__pycache__`) 
 (a site-wide install, an Apptainer image), in the user's cache folder; with neither writable it refuses the
 function at import, and `import hpc` would fail on a cluster whose home is read-only. Then the kernel is cached
 in a per-user folder of the temporary directory, compiled once per machine (about 15 s).
+
+numba checks a cached function against its own source file only, not against those of the functions it calls:
+after an upgrade that changed the trees' kernel but not the moves', the cached search would still run the old
+trees. So the kernel is cached in a folder named by a digest of every kernel source (and of `bic`, whose
+constants are compiled in), and another version of them compiles into another folder.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
+
+#: The sources compiled into the kernel: the modules with numba functions, and bic (its constants).
+KERNEL_SOURCES = ("bic.py", "gram_kernel.py", "moves_kernel.py", "trees_kernel.py")
 
 
 def writable(folder: Path) -> bool:
@@ -29,17 +38,29 @@ def user_cache() -> Path | None:
     return Path(base) / "numba" if base else None
 
 
-def cache_folder(in_tree: Path, user: Path | None) -> str | None:
-    """None where numba finds a writable place itself (`in_tree` or `user`); else a folder for NUMBA_CACHE_DIR."""
-    if os.environ.get("NUMBA_CACHE_DIR") or writable(in_tree) or (user is not None and writable(user)):
-        return None
-    return str(Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}")
+def kernels_digest(folder: Path) -> str:
+    """A digest of the kernel's sources in `folder`: it changes whenever one of them does."""
+    h = hashlib.sha256()
+    for name in KERNEL_SOURCES:
+        h.update(name.encode() + b"\0" + (folder / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_folder(in_tree: Path, user: Path | None, digest: str) -> str:
+    """The folder for this version of the kernel (`digest`) in the first writable of: the user's NUMBA_CACHE_DIR
+    if set, else `in_tree`, else `user`; else in a per-user folder of the temporary directory."""
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    bases = [Path(chosen)] if chosen else [in_tree, *([user] if user is not None else [])]
+    for base in bases:
+        if writable(base / f"kernels-{digest}"):
+            return str(base / f"kernels-{digest}")
+    return str(Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}" / f"kernels-{digest}")
 
 
 def ensure_cache_folder() -> None:
-    """Point numba at a writable cache folder before the kernel's functions are decorated, where it has none."""
+    """Point numba at this kernel version's cache folder before the kernel's functions are decorated."""
     import numba
 
-    folder = cache_folder(Path(__file__).parent / "__pycache__", user_cache())
-    if folder is not None:
-        numba.config.CACHE_DIR = folder  # type: ignore[attr-defined]  # numba reads it when a function is decorated
+    here = Path(__file__).parent
+    folder = cache_folder(here / "__pycache__", user_cache(), kernels_digest(here))
+    numba.config.CACHE_DIR = folder  # type: ignore[attr-defined]  # numba reads it when a function is decorated

@@ -333,8 +333,8 @@ def make_node(trees: tuple, cov: np.ndarray, diag: np.ndarray, ws: np.ndarray, v
     counts = trees[13]
     counts[0] += 1
     found = None
-    slot = trees[3].get(parent, -1) if parent >= 0 else -1
-    if slot >= 0:
+    if parent >= 0 and parent in trees[3]:
+        slot = trees[3][parent]
         found = derived(cov, diag, path, ws, trees[5][slot], trees[6][slot], trees[8][slot], trees[7][slot])
     if found is None:
         cross, var, s2, inv = direct(cov, diag, v, path, ws)
@@ -435,21 +435,21 @@ def walk(root: np.ndarray, ranked: List, s2s: List, held: Dict, child: Dict, hcr
         path[depth] = c
         depth += 1
         key = node * p + c
-        below = child.get(key, -1)
-        if below < 0:
-            below = make_node(trees, cov, diag, ws, v, node, path[:depth], needed)
-            child[key] = below
-        node = below
+        if key in child:
+            node = child[key]
+        else:
+            made = make_node(trees, cov, diag, ws, v, node, path[:depth], needed)
+            child[key] = made
+            node = made
     s2 = s2s[node]
     if depth == 0:
         return -n * math.log(s2), np.empty(0, dtype=np.int64), seen[:count], low
-    slot = shrunk.get(node, -1)
-    if slot < 0:
-        slot = len(shrink_score)
-        shrunk[node] = slot
+    if node not in shrunk:
+        shrunk[node] = len(shrink_score)
         score, parents = shrink(cov, n, cost, v, path[:depth], s2)
         shrink_score.append(score)
         shrink_parents.append(parents)
+    slot = shrunk[node]
     return shrink_score[slot], shrink_parents[slot], seen[:count], low
 
 
