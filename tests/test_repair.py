@@ -20,7 +20,7 @@ from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
 from hpc.pef.candidates import candidate_pairs, too_many
-from hpc.pef.repair import (Block, Repair, RepairConfig, block_search, changes, join_blocks, partner_lists, repair_blocks,
+from hpc.pef.repair import (Repair, RepairConfig, block_search, changes, join_blocks, partner_lists, repair_blocks,
                              split_by_halo, wide)
 from hpc.pef.step import Chain, WallLimitHit, changes_note, run_chain
 from hpc.pef.steps import NONE, steps_from
@@ -133,30 +133,6 @@ def test_the_repair_adds_the_cross_cluster_edges_fusion_missed_and_no_other():
     # searches, blind to their halo's own neighbours, also add false ones here: what a smaller search costs)
     graph, account = run_step(Repair(RepairConfig(block=6, upto=8)), x, dag_to_cpdag(fused), clusters)
     assert compare(graph, dag_to_cpdag(dag)).recall_adjacent == 1.0 and account["rounds"][0]["blocks"] > 2
-
-
-@pytest.mark.jvm
-def test_a_block_whose_input_a_round_left_as_it_was_keeps_its_result(monkeypatch):
-    """Two unconnected problems in blocks of their own: the first round repairs the left one and leaves the right
-    one's graph, so each later round searches the left block again and takes the right one's result as it was,
-    and the graph is the one every block's search gives."""
-    x, dag, clusters = planted_cross_edges()
-    right = sample(SEM(dag, np.full(len(dag.directed), 0.8), np.ones(12)), 3000, np.random.default_rng(6))
-    both = PDAG(tuple(f"x{i}" for i in range(24)), np.vstack([dag.directed, dag.directed + 12]))
-    fused = both.with_edges(np.vstack([dag.directed[np.isin(dag.directed[:, 0], [3, 4], invert=True)
-                                                    | (dag.directed[:, 1] < 6)], dag.directed + 12]))
-    assert len(fused.directed) == 2 * len(dag.directed) - 2  # 3 -> 9 and 4 -> 10 missing on the left only
-    args = (np.hstack([x, right]), dag_to_cpdag(fused), clusters + [c + 12 for c in clusters])
-    repair = Repair(RepairConfig(block=12, block_pairs=0))
-    graph, account = run_step(repair, *args)
-    rounds = account["rounds"]
-    assert len(rounds) >= 2 and all(r["blocks"] == 2 for r in rounds)
-    assert [r["unchanged"] for r in rounds] == [0] + [1] * (len(rounds) - 1)
-    assert compare(graph, dag_to_cpdag(both)).shd == 0
-    searched = iter(range(10**6))
-    monkeypatch.setattr(Block, "fingerprint", lambda self: str(next(searched)))  # every block searched each round
-    again, account = run_step(repair, *args)
-    assert again == graph and [r["unchanged"] for r in account["rounds"]] == [0] * len(rounds)
 
 
 @pytest.mark.jvm

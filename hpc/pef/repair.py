@@ -22,9 +22,6 @@ candidate pairs per variable, 155 core variables reached 800 others, and one blo
 With `upto`, each block is cut into parts whose search, halo counted, holds at most that many variables
 (split_by_halo), as the polish cuts its searches.
 
-A round searches only the blocks whose input (columns, start graph, pairs) the round before changed: fGES on
-one thread is deterministic, so a block the last round left as it was would give the same result again.
-
 `engine` "boss" runs each block's search as hpc.learners.order_search instead: BOSS over every candidate pair
 among the block's columns, started from the graph's order. It takes 35-65 % of the fGES repair's seconds and
 was as accurate on mosaic, sbm and Alarm-1000, but less on ws and Alarm-10000 (BENCHMARKS.md, "The repair's
@@ -33,7 +30,6 @@ engine"), so fGES stays the default. fGES's bounds on a search's size (`wide`) d
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -176,13 +172,6 @@ class Block:
     undirected: np.ndarray
     pairs: np.ndarray | None
     order: np.ndarray | None = None  # an order search's start (local indices); None: fGES from the start graph
-
-    def fingerprint(self) -> str:
-        """Names the search's whole input: a block whose input a round left as it was gives the same result."""
-        h = hashlib.sha256(f"{self.core}".encode())
-        for a in (self.columns, self.directed, self.undirected, self.pairs, self.order):
-            h.update(b"-" if a is None else np.ascontiguousarray(a, dtype=np.int64).tobytes() + b"|")
-        return h.hexdigest()
 
 
 def block_search(graph: PDAG, pairs: np.ndarray, core: np.ndarray) -> Block:
@@ -330,7 +319,6 @@ class Repair(Step):
             chain.show.note(f"resuming the repair: {len(rounds)} round{'s' * (len(rounds) != 1)} already done")
         data = chain.executor.scatter(chain.z)
         cores = repair_blocks(chain.clusters, graph, config.block)
-        last: dict[str, Any] = {}  # the last round's results by their block's input (fingerprint)
         while len(states) <= config.rounds and (len(states) < 2 or states[-1] != states[-2]):
             pairs = candidate_pairs(states[-1])
             if config.upto:
@@ -354,22 +342,16 @@ class Repair(Step):
                             + f"; the largest search {largest['largest_search']:,} variables, halo counted, over "
                               f"{largest['largest_pairs']:,} pairs")
             begin = time.perf_counter()
-            keys = [blocks[b].fingerprint() for b in run]
             results: list = [None] * len(blocks)
-            for b, key in zip(run, keys):
-                results[b] = last.get(key)
-            todo = [b for b in run if results[b] is None]
-            tasks = [(data, blocks[b], config.penalty, chain.deadline, chain.indexed(blocks[b].columns)) for b in todo]
+            tasks = [(data, blocks[b], config.penalty, chain.deadline, chain.indexed(blocks[b].columns)) for b in run]
             for t, result in searches(chain, repair_search, tasks):
-                results[todo[t]] = result
-            last = {key: results[b] for b, key in zip(run, keys)}
+                results[run[t]] = result
             states.append(join_blocks(states[-1], blocks, results))
             spent = time.perf_counter() - begin
             memory.put(len(states) - 1, MemberRun({"method": method, "settings": settings,
                                                    "round": len(states) - 1}, "ok", states[-1].directed,
                                                   states[-1].undirected, None, spent))
-            rounds.append({"round": len(states) - 1, "blocks": len(run), "unchanged": len(run) - len(todo),
-                           "candidate_pairs": int(len(pairs)), **largest,
+            rounds.append({"round": len(states) - 1, "blocks": len(run), "candidate_pairs": int(len(pairs)), **largest,
                            "seconds": round(spent, 3), **({"wide_blocks": len(blocks) - len(run)}
                                                           if len(run) < len(blocks) else {})})
         return states[-1], {**changes(graph, states[-1]), "engine": config.engine, "penalty": config.penalty,
