@@ -7,8 +7,6 @@ import sys
 from importlib.metadata import version
 
 
-
-
 def run(args: argparse.Namespace) -> None:
     from hpc.learners import runtime
 
@@ -24,13 +22,22 @@ def run(args: argparse.Namespace) -> None:
     print(f"java      {info.java}\nlibjvm    {info.libjvm}\ntetrad    {info.tetrad}\njar       {info.jar} "
           f"(sha256 ok)\njpype     {info.jpype}")
     print(f"flopsearch {flopsearch_version()}")
-    print(f"numba     {version('numba')}")
+    print(f"numba     {version('numba')} (the order search's compiled kernel in {kernel_cache()})")
     for name, text in {**runtime.LICENCES, **LICENCES}.items():
         print(f"licence   {name}: {text}")
 
 
 #: Learners outside Tetrad (the Tetrad and Java lines come from hpc.learners.runtime).
 LICENCES = {"FLOP": "MPL-2.0 (github.com/CausalDisco/flopsearch); PyPI package flopsearch, a Rust binary wheel"}
+
+
+def kernel_cache() -> str:
+    """The folder numba keeps this version of the kernel in (hpc.learners.numba_cache)."""
+    import numba
+
+    import hpc.learners.trees_kernel  # noqa: F401  # importing a kernel module points numba at its folder
+
+    return str(numba.config.CACHE_DIR)
 
 
 def flopsearch_version() -> str:
