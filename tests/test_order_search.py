@@ -155,6 +155,40 @@ def test_a_nodes_partials_from_its_parents_are_the_direct_ones():
         assert np.all(cross[np.searchsorted(ws, path)] == 0)  # on the path: no longer a candidate
 
 
+def test_a_node_lists_every_gaining_partner_but_those_passed_above_its_path():
+    """After a search over every pair, each node's ranking is the full ranking of the partners that gain at its path
+    (from its partials computed directly), less the partners ranked above the path's own at its ancestors: those a
+    walk reaching it passed as not allowed (Tetrad's GrowShrinkTree removes them from what is available)."""
+    from hpc.learners.bic import MIN_RESIDUAL
+    from hpc.learners.trees_kernel import direct, ranked_partners
+
+    x = standardised("sf", 40, 105)
+    cov, n, p = np.ascontiguousarray(np.cov(x, rowvar=False)), x.shape[0], x.shape[1]
+    trees = search.GrowShrinkTrees(cov, n, 2.0, search.partners_of(p, None))
+    trees.search(np.random.default_rng(0).permutation(p), None)
+    root, ranked, child = trees.trees[0], trees.trees[1], trees.trees[4]
+    below = {node: (key // p, key % p) for key, node in child.items()}  # node -> (parent node, partner added)
+    owner = {int(root[v]): v for v in range(p)}
+    checked = shortened = 0
+    for node in range(len(ranked)):
+        path, passed, up = [], set(), node
+        while up in below:
+            parent, c = below[up]
+            above = list(ranked[parent])
+            path.insert(0, c)
+            passed |= set(above[:above.index(c)])
+            up = parent
+        v = owner[up]
+        ws = np.delete(np.arange(p, dtype=np.int64), v)
+        cross, var, s2, _ = direct(cov, trees.diag, v, np.array(path, dtype=np.int64), ws)
+        s2 = max(s2, MIN_RESIDUAL * cov[v, v])  # the floor make_node applies
+        full = ranked_partners(cov, trees.diag, v, ws, cross, var, s2, trees.needed, np.empty(0, dtype=np.int64))
+        kept = [c for c in full.tolist() if c not in passed]
+        assert ranked[node].tolist() == kept
+        checked, shortened = checked + 1, shortened + (len(kept) < len(full))
+    assert checked == len(ranked) and shortened > 0
+
+
 def test_the_kernels_inverses_are_numpys():
     """The trees' block inverse (Cholesky in loops), its downdate without one variable, and the pseudo-inverse of a
     block that is not positive definite."""
