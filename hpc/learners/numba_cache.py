@@ -13,6 +13,7 @@ constants are compiled in), and another version of them compiles into another fo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -57,8 +58,10 @@ def cache_folder(in_tree: Path, user: Path | None, digest: str) -> str:
     return str(Path(tempfile.gettempdir()) / f"psle-numba-{os.getuid()}" / f"kernels-{digest}")
 
 
+@functools.cache
 def ensure_cache_folder() -> None:
-    """Point numba at this kernel version's cache folder before the kernel's functions are decorated."""
+    """Point numba at this kernel version's cache folder before the kernel's functions are decorated (once: each
+    kernel module asks)."""
     import numba
 
     here = Path(__file__).parent
