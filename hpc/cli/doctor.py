@@ -33,11 +33,9 @@ LICENCES = {"FLOP": "MPL-2.0 (github.com/CausalDisco/flopsearch); PyPI package f
 
 def kernel_cache() -> str:
     """The folder numba keeps this version of the kernel in (hpc.learners.numba_cache)."""
-    import numba
+    from hpc.learners.numba_cache import ensure_cache_folder
 
-    import hpc.learners.trees_kernel  # noqa: F401  # importing a kernel module points numba at its folder
-
-    return str(numba.config.CACHE_DIR)
+    return ensure_cache_folder()
 
 
 def flopsearch_version() -> str:

@@ -59,11 +59,12 @@ def cache_folder(in_tree: Path, user: Path | None, digest: str) -> str:
 
 
 @functools.cache
-def ensure_cache_folder() -> None:
+def ensure_cache_folder() -> str:
     """Point numba at this kernel version's cache folder before the kernel's functions are decorated (once: each
-    kernel module asks)."""
+    kernel module asks), and name it."""
     import numba
 
     here = Path(__file__).parent
     folder = cache_folder(here / "__pycache__", user_cache(), kernels_digest(here))
     numba.config.CACHE_DIR = folder  # type: ignore[attr-defined]  # numba reads it when a function is decorated
+    return folder
