@@ -128,22 +128,23 @@ def test_the_fges_start_joins_only_the_bound_pairs():
     assert {tuple(sorted(e)) for e in np.concatenate(bounded).tolist()} == {(0, 1), (2, 3)}
 
 
-@pytest.mark.jvm
 def test_the_fges_start_takes_the_bound_above_dense_pairs(monkeypatch):
     from hpc.graphs.equivalence import pdag_to_dag
-    from hpc.learners.tetrad import START_DEGREE, run_fges, start_order
+    from hpc.learners.ges_kernel import ges_pattern
+    from hpc.learners.tetrad import START_DEGREE, start_order
 
     cov, n = standardised_cov(60, 104, family="sf"), 1000
     names = tuple(map(str, range(60)))
-    free = topological_order(pdag_to_dag(PDAG(names, *run_fges(cov, n, 2.0, START_DEGREE, True)), strict=False))
-    assert start_order(cov, n, 2.0, "fges").tolist() == free.tolist()
+    free = ges_pattern(cov, n, 2.0, START_DEGREE)
+    assert start_order(cov, n, 2.0, "fges").tolist() == \
+        topological_order(pdag_to_dag(PDAG(names, *free), strict=False)).tolist()
     monkeypatch.setattr(starts, "DENSE_PAIRS", 0)
     pairs = starts.start_pairs(cov, n, 2.0)
     assert pairs is not None and len(pairs) < 60 * 59 // 2
-    bounded = run_fges(cov, n, 2.0, START_DEGREE, True, pairs=pairs)
+    bounded = ges_pattern(cov, n, 2.0, START_DEGREE, pairs)
     assert start_order(cov, n, 2.0, "fges").tolist() == \
         topological_order(pdag_to_dag(PDAG(names, *bounded), strict=False)).tolist()
-    assert PDAG(names, *bounded) != PDAG(names, *run_fges(cov, n, 2.0, START_DEGREE, True))  # it changed the start
+    assert PDAG(names, *bounded) != PDAG(names, *free)  # it changed the start
 
 
 @pytest.mark.jvm

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 #: The sources compiled into the kernel: the modules with numba functions, and bic (its constants).
-KERNEL_SOURCES = ("bic.py", "gram_kernel.py", "moves_kernel.py", "trees_kernel.py")
+KERNEL_SOURCES = ("bic.py", "ges_kernel.py", "gram_kernel.py", "moves_kernel.py", "trees_kernel.py")
 
 
 def writable(folder: Path) -> bool:

@@ -1,14 +1,15 @@
 """Where an order search starts when a faithful fGES's order would cost more than the search itself
 (a BOSS or GRaSP member's `start="auto"`; PEF gives it to them above CHEAP_STARTS_ABOVE variables).
 
-A faithful fGES gives the best start on the clusters PEF makes of up to a few hundred variables, in
-seconds; on clusters of about 500 dense variables it took one to six minutes, against 2-20 s for the
-order search from it (tuning seed 100 of sf, layer and modular-5000, BENCHMARKS.md "Where an order search
-starts"). There "auto" runs the search from two cheap orders and keeps the DAG of higher BIC: the
-data-derived column order (in effect a random one) and the variables sorted by R², the share of a variable's
-variance the others explain. In linear models simulated as benchmarks are, R² tends to grow along the causal
-order (Reisach, Tami, Seiler, Weichwald & Zhu, NeurIPS 2023), so that order is often near a good one; on data
-where it is not, the column order's search wins by BIC. BIC decides, never the sort alone.
+A faithful fGES gives the best start on the clusters PEF makes of up to a few hundred variables, in seconds; on
+clusters of about 500 dense variables Tetrad's took one to six minutes, against 2-20 s for the order search from it
+(tuning seed 100 of sf, layer and modular-5000, BENCHMARKS.md "Where an order search starts"); the compiled one
+(hpc.learners.ges_kernel) that gives the start now takes 1-4 s there, and "auto" was not re-tuned since. On such
+clusters "auto" runs the search from two cheap orders and keeps the DAG of higher BIC: the data-derived column order
+(in effect a random one) and the variables sorted by R², the share of a variable's variance the others explain. In
+linear models simulated as benchmarks are, R² tends to grow along the causal order (Reisach, Tami, Seiler, Weichwald
+& Zhu, NeurIPS 2023), so that order is often near a good one; on data where it is not, the column order's search
+wins by BIC. BIC decides, never the sort alone.
 
 Only where that DAG is dense (over DENSE_EDGES edges per variable) is it kept: on sparse clusters the fGES
 start is cheap and much better (an Alarm cluster of 213 variables: SHD 43 against 121; Alarm-10000 seed 100

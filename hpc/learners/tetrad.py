@@ -351,9 +351,9 @@ def _sem_bic(cov: np.ndarray, n: int, penalty: float):
     return score
 
 
-#: Degree limit of the fGES that gives an order search its start: a start needs an order, not every edge.
-#: Uncapped, it took 3-6x BOSS's own time on scale-free clusters with hubs (sf-1000: 286 variables, 56 s
-#: against 26 s); capped at 10 it took 5 s there, and Alarm's variables have fewer neighbours than that.
+#: Degree limit of the GES that gives an order search its start: a start needs an order, not every edge. Uncapped,
+#: Tetrad's fGES took 3-6x BOSS's own time on scale-free clusters with hubs (sf-1000: 286 variables, 56 s against
+#: 26 s); capped at 10 it took 5 s there, and Alarm's variables have fewer neighbours than that.
 START_DEGREE = 10
 
 
@@ -369,15 +369,16 @@ def _nodes(nodes, order: np.ndarray):
 
 def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
                 knowledge: dict[str, Any] | None = None) -> np.ndarray:
-    """Where an order search starts. "fges": a topological order of a DAG in the equivalence class a
-    faithful fGES (same penalty, degree at most START_DEGREE) finds, so the search starts near a good
-    order whatever the column order; "columns": the order of `cov`'s columns (the learners' data-derived
-    canonical order, in effect a random one); "auto": the order of the DAG hpc.learners.starts's cheap starts
+    """Where an order search starts. "fges": a topological order of a DAG in the equivalence class GES assuming
+    faithfulness finds (same penalty, degree at most START_DEGREE: hpc.learners.ges_kernel, compiled; with prior
+    knowledge Tetrad's fGES, which keeps it), so the search starts near a good order whatever the column order;
+    "columns": the order of `cov`'s columns (the learners' data-derived canonical order, in effect a random one); "auto": the order of the DAG hpc.learners.starts's cheap starts
     lead to where it is large and dense (dense_start), else "fges". Either made one that `knowledge` allows
     (allowed_start)."""
     from hpc.errors import GraphError
     from hpc.graphs.equivalence import pdag_to_dag, topological_order
     from hpc.graphs.pdag import PDAG
+    from hpc.learners.ges_kernel import ges_pattern
     from hpc.learners.starts import dense_start, start_pairs
 
     names = tuple(str(i) for i in range(cov.shape[0]))
@@ -389,6 +390,9 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
     if pairs is not None and knowledge is not None and has_required(knowledge):  # the start may join a required edge
         required = np.sort(np.asarray(knowledge["required"], dtype=np.int64).reshape(-1, 2), axis=1)
         pairs = np.unique(np.concatenate([pairs, required]), axis=0)
+    if knowledge is None:
+        graph = PDAG(names, *ges_pattern(cov, n, penalty, START_DEGREE, pairs))
+        return topological_order(pdag_to_dag(graph, strict=False))
     try:
         graph = PDAG(names, *run_fges(cov, n, penalty, START_DEGREE, True, knowledge, pairs))
         order = topological_order(pdag_to_dag(graph, strict=False))
