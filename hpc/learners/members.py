@@ -216,20 +216,31 @@ class FGES(Member):
     """Fast greedy equivalence search with Tetrad's SemBicScore.
 
     `max_parents` is the paper's m; Tetrad applies it as a limit on each node's degree
-    (adjacencies), which is how the paper's Tetrad runs used it. One thread (hpc.learners.tetrad.FGES_THREADS):
-    the same graph under any load and with any number of cores.
+    (adjacencies), which is how the paper's Tetrad runs used it. The default engine ("compiled",
+    hpc.learners.ges_kernel) runs fGES's phases compiled, 10-20x faster than Tetrad's on clusters of 500
+    variables, to the same pattern or one of about equal BIC; with prior knowledge, which it does not keep, and
+    with `engine="tetrad"` Tetrad's Fges runs, on one thread (hpc.learners.tetrad.FGES_THREADS): the same graph
+    under any load and with any number of cores.
     """
 
     method, label = "fges", "fGES"
-    runner = "hpc.learners.tetrad:run_fges"
     takes_knowledge = True
     params = (Param("penalty", float, PENALTY, 1.0, 1000.0, log=True, doc=PENALTY_DOC),
               Param("max_parents", int, 1000, 1, 1000, log=True, doc="degree limit m"),
-              Param("faithfulness", bool, False, doc="assume faithfulness (fewer score evaluations)"))
+              Param("faithfulness", bool, False, doc="assume faithfulness (fewer score evaluations)"),
+              Param("engine", str, "compiled", choices=("compiled", "tetrad"), searched=False,
+                    doc="compiled (hpc.learners.ges_kernel) or Tetrad's Fges; with prior knowledge always Tetrad's"))
     # Set from `params` by Member.__init__; declared for type checkers:
     penalty: float
     max_parents: int
     faithfulness: bool
+    engine: str
+    engines = {"tetrad": "hpc.learners.tetrad:run_fges", "compiled": "hpc.learners.ges_kernel:run_ges"}
+
+    @property
+    def runner(self) -> str:  # type: ignore[override]
+        knows = self.knowledge is not None and not self.knowledge.empty
+        return self.engines["tetrad" if knows else self.engine]
 
     def _runner_kwargs(self) -> dict[str, Any]:
         return {"penalty": float(self.penalty), "max_degree": int(self.max_parents),

@@ -22,7 +22,8 @@ candidate pairs per variable, 155 core variables reached 800 others, and one blo
 With `upto`, each block is cut into parts whose search, halo counted, holds at most that many variables
 (split_by_halo), as the polish cuts its searches.
 
-`engine` "boss" runs each block's search as hpc.learners.order_search instead: BOSS over every candidate pair
+The fGES is fGES's phases compiled (hpc.learners.ges_kernel; Tetrad's Fges with prior knowledge, which that does
+not keep). `engine` "boss" runs each block's search as hpc.learners.order_search instead: BOSS over every candidate pair
 among the block's columns, started from the graph's order. It takes 35-65 % of the fGES repair's seconds and
 was as accurate on mosaic, sbm and Alarm-1000, but less on ws and Alarm-10000 (BENCHMARKS.md, "The repair's
 engine"), so fGES stays the default. fGES's bounds on a search's size (`wide`) do not apply to it.
@@ -46,8 +47,10 @@ from hpc.graphs.equivalence import dag_to_cpdag, is_acyclic, pdag_to_dag, reache
 from hpc.graphs.metrics import marks
 from hpc.graphs.pdag import PDAG
 
-#: The repair's runner in the JVM worker (hpc.learners.tetrad).
-RUNNER = "hpc.learners.tetrad:run_fges_bounded"
+#: The repair's runner in the worker: fGES's phases compiled (hpc.learners.ges_kernel); with prior knowledge, which
+#: that does not keep, Tetrad's Fges.
+RUNNER = "hpc.learners.ges_kernel:run_ges_bounded"
+KNOWING_RUNNER = "hpc.learners.tetrad:run_fges_bounded"
 #: The searches a repair may run (RepairConfig.engine).
 ENGINES = ("fges", "boss")
 #: Largest block one repair search covers; problems up to this size are repaired in one search. On
@@ -273,9 +276,10 @@ def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | No
             return None
         found = dag_to_cpdag(PDAG(tuple(map(str, range(len(block.columns)))), dag))
         return found.directed, found.undirected
-    return call_within(RUNNER, {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
-                                "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
-                                **({"knowledge": knowledge} if knowledge else {})},
+    return call_within(KNOWING_RUNNER if knowledge else RUNNER,
+                       {"x": np.ascontiguousarray(x[:, block.columns]), "penalty": penalty,
+                        "directed": block.directed, "undirected": block.undirected, "pairs": block.pairs,
+                        **({"knowledge": knowledge} if knowledge else {})},
                        remaining(None, until))
 
 
