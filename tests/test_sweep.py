@@ -68,7 +68,7 @@ def test_the_sweep_is_the_order_search_over_every_pair_from_the_start_dag_s_orde
 
 
 @pytest.mark.jvm
-def test_the_sweep_is_tetrads_fges_from_the_start_graph():
+def test_the_sweeps_fges_from_the_start_graph_ends_where_tetrads_does():
     from hpc.learners.tetrad import start_jvm
 
     x, dag, _ = planted()

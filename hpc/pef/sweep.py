@@ -6,9 +6,10 @@ start that already explains most of the data, so an edge it adds is scored again
 against the empty graph as a whole-problem search first scores it; at a penalty discount above the steps'
 2.0 it drops the weakest edges those steps kept.
 
-Its engine is Tetrad's fGES from the graph itself, or, on data where over `dense` pairs pay an edge on their
-correlation alone, the order search (BOSS, hpc.learners.order_search) from the graph's DAG order, bounded like
-the rival's by tree nodes per variable. fGES scores each such pair again after every change near it and
+Its engine is fGES from the graph itself (the repair's search: compiled, hpc.learners.ges_kernel, or Tetrad's
+with prior knowledge), or, on data where over `dense` pairs pay an edge on their correlation alone, the order
+search (BOSS, hpc.learners.order_search) from the graph's DAG order, bounded like the rival's by tree nodes per
+variable. The choice was made with Tetrad's fGES, which scores each such pair again after every change near it and
 re-derives the whole CPDAG after each change: on layer's tuning seeds (154,000 such pairs) it took 73-209 s and
 ended 401-717 SHD, where the order search took 33-45 s and ended 190-249 (with no recut after it). On the
 sparser data (Alarm, ws: 5,000-8,000 pairs) fGES and the recut after it were 24-40 SHD more accurate. The
@@ -56,7 +57,7 @@ class SweepConfig:
     # 13,780, sf-2000 with 200 rows 135,487 (401 s); modular-2000 963,370 and modular-large-2000 1,021,555, where
     # the sweep from the rival's graph (24,747 candidate pairs, within `pairs`) ran over 10 minutes.
     gaining: int = 400_000
-    # "order": the order search from the graph's DAG order; "fges": Tetrad's fGES from the graph (the engine
+    # "order": the order search from the graph's DAG order; "fges": fGES from the graph (the engine
     # whenever there is prior knowledge); "auto": the order search on data with over `dense` pairs that gain alone
     # at the sweep's penalty, fGES otherwise.
     engine: str = "auto"
