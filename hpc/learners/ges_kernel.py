@@ -345,6 +345,25 @@ def _refresh_deletes(cov: np.ndarray, n: float, cost: float, adj: np.ndarray, dr
 
 
 @njit(cache=True, error_model="numpy")
+def _best_arrow(gain: np.ndarray, best: np.ndarray) -> tuple[int, int]:
+    """The arrow x -> y (gain[y, x]) of the highest kept gain, the lowest indices on ties; (-1, -1) if none gains."""
+    y = int(np.argmax(best))
+    if not best[y] > TOLERANCE:
+        return -1, -1
+    return int(np.argmax(gain[y])), y
+
+
+@njit(cache=True, error_model="numpy")
+def _still(gain: np.ndarray, best: np.ndarray, x: int, y: int, fresh: float) -> bool:
+    """Whether the arrow's kept gain is its `fresh` one; if it went stale, keep the fresh one to choose again."""
+    if fresh == gain[y, x]:
+        return True
+    gain[y, x] = fresh
+    best[y] = np.max(gain[y])
+    return False
+
+
+@njit(cache=True, error_model="numpy")
 def _backward(cov: np.ndarray, n: float, cost: float, adj: np.ndarray, dr: np.ndarray, nb: np.ndarray,
               nd: np.ndarray) -> None:
     """BES from the forward phase's pattern: the best deletion while one gains."""
@@ -356,14 +375,11 @@ def _backward(cov: np.ndarray, n: float, cost: float, adj: np.ndarray, dr: np.nd
         _refresh_deletes(cov, n, cost, adj, dr, nb, nd, gain, best, y, chosen)
     changed = np.zeros(p, dtype=np.bool_)
     while True:
-        y = int(np.argmax(best))
-        if not best[y] > TOLERANCE:
+        x, y = _best_arrow(gain, best)
+        if y < 0:
             return
-        x = int(np.argmax(gain[y]))
         fresh, size = _evaluate_delete(cov, n, cost, adj, dr, nb, nd, x, y, chosen)
-        if fresh != gain[y, x]:
-            gain[y, x] = fresh
-            best[y] = np.max(gain[y])
+        if not _still(gain, best, x, y, fresh):
             continue
         _remove(adj, dr, nb, nd, x, y)
         gain[y, x] = gain[x, y] = NONE
@@ -396,14 +412,11 @@ def _forward(cov: np.ndarray, n: float, cost: float, adj: np.ndarray, dr: np.nda
         _refresh(cov, n, cost, adj, dr, nb, nd, max_degree, pairs, cover, gain, best, y, chosen, row)
     changed = np.zeros(p, dtype=np.bool_)
     while True:
-        y = int(np.argmax(best))
-        if not best[y] > TOLERANCE:
+        x, y = _best_arrow(gain, best)
+        if y < 0:
             return
-        x = int(np.argmax(gain[y]))
         fresh, size = _evaluate(cov, n, cost, adj, dr, nb, nd, max_degree, x, y, chosen)
-        if fresh != gain[y, x]:  # stale: keep the fresh gain and choose again
-            gain[y, x] = fresh
-            best[y] = np.max(gain[y])
+        if not _still(gain, best, x, y, fresh):
             continue
         _add(adj, nb, nd, x, y)
         dr[x, y] = True
