@@ -83,6 +83,7 @@ OTHER_RECORDS = "bench/selector-records/selection-records-n6000-1.h5"
     ("bench_scale.py", ["--nodes", "300"], "|"),
     ("bench_threads.py", ["--nodes", "60", "--threads", "1", "--repeats", "1"], "|"),
     ("bench_order_search.py", ["--graph", "er", "--nodes", "30", "--penalty", "2"], "| candidate pairs ("),
+    ("bench_ges.py", ["--graph", "er", "--nodes", "30"], "| member (λ 20.6"),
     ("bench_selection.py", ["results/table_10000"], "|"),
     ("bench_near_ties.py", [RECORDS], "|"),
     ("bench_selector_added.py", ["--base", RECORDS, "--added", OTHER_RECORDS], "|"),
