@@ -1,6 +1,6 @@
-"""Data on which no structure search ends: blocks of variables that all share one hidden cause.
+"""Data on which Tetrad's searches never end: blocks of variables that all share one hidden cause.
 
-Within a block every pair stays dependent given any small set of the others, so fGES (penalty 1)
+Within a block every pair stays dependent given any small set of the others, so Tetrad's fGES (penalty 1)
 scores ever more subsets of a variable's neighbours for each edge it adds, and PC-Stable tests ever
 more conditioning sets: the work grows exponentially with the block. On the 2-core test machine
 fGES took 77 s on a block of 20 variables and had not ended after 170 s on 25; a block of 80 would

@@ -257,7 +257,7 @@ def test_learn_from_csv_keeps_the_users_names(tmp_path):
 
 @pytest.mark.slow
 def test_learn_timeout_writes_nothing(tmp_path):
-    # Blocks on which fGES (penalty 1) would search for years (tests/endless.py): every limit below is
+    # Blocks on which Tetrad's fGES (penalty 1) would search for years (tests/endless.py): every limit below is
     # reached on any machine, so each run can only end timed out.
     from hpc.data.problem import Problem, write_problem
     from tests.endless import endless_blocks
@@ -266,24 +266,24 @@ def test_learn_timeout_writes_nothing(tmp_path):
     block = tmp_path / "block.csv"
     np.savetxt(block, x, delimiter=",", header=",".join(variables), comments="")
     out = tmp_path / "g.json"
-    run = psle("learn", str(block), "--method", "fges", "--param", "penalty=1", "--time-limit", "1",
-               "-o", str(out))
+    tetrad_fges = ["--method", "fges", "--param", "penalty=1", "--param", "engine=tetrad"]
+    run = psle("learn", str(block), *tetrad_fges, "--time-limit", "1", "-o", str(out))
     assert_one_line_failure(run, "timed out", "nothing written")
     assert not out.exists()
     # A plain learner's one run is the whole run: the smaller of the two limits applies to it.
-    run = psle("learn", str(block), "--method", "fges", "--param", "penalty=1", "--time-limit", "600",
-               "--wall-limit", "1", "-o", str(out))
+    run = psle("learn", str(block), *tetrad_fges, "--time-limit", "600", "--wall-limit", "1", "-o", str(out))
     assert_one_line_failure(run, "timed out", "--wall-limit 1", "nothing written")
     assert not out.exists()
     # The whole-run limit of a PEF method (three blocks, three clusters) and of an ensemble.
     blocks = tmp_path / "blocks.h5"
     write_problem(blocks, Problem(*endless_blocks((100, 80, 60), seed=1)))
-    run = psle("learn", str(blocks), "--method", "p-fges", "--param", "penalty=1", "--pef", "whole_below=0",
+    run = psle("learn", str(blocks), "--method", "p-fges", *tetrad_fges[2:], "--pef", "whole_below=0",
                "--wall-limit", "2", "--serial", "-o", str(out))
     assert_one_line_failure(run, "timed out", "--wall-limit 2", "nothing written")
     assert not out.exists()
     ensemble = tmp_path / "endless.yaml"
-    ensemble.write_text("members: [{method: fges, penalty: 1}, {method: fges, penalty: 1.5}]\n")
+    ensemble.write_text("members: [{method: fges, penalty: 1, engine: tetrad}, {method: fges, penalty: 1.5, "
+                        "engine: tetrad}]\n")
     run = psle("learn", str(block), "--method", "sle", "--sle", str(ensemble), "--wall-limit", "2", "--serial",
                "-o", str(out))
     assert_one_line_failure(run, "timed out", "--wall-limit 2", "nothing written")

@@ -461,10 +461,10 @@ def test_a_wall_limit_must_be_positive(limit):
 
 
 def test_wall_limit_cuts_the_running_cluster_and_skips_the_rest():
-    # Three blocks on which fGES would search for years (tests/endless.py): the first cluster's run is
+    # Three blocks on which Tetrad's fGES would search for years (tests/endless.py): the first cluster's run is
     # still going when the limit passes on any machine, so it is the one cut, and the others never start.
     x, variables = endless_blocks((100, 80, 60))
-    pef = PEF([{"method": "fges", "penalty": 1}], wall_limit=2, partition=PartitionConfig(whole_below=0),
+    pef = PEF([{"method": "fges", "penalty": 1, "engine": "tetrad"}], wall_limit=2, partition=PartitionConfig(whole_below=0),
               progress=False).fit(x, variables)
     assert pef.status_ == "timed out" and pef.graph_ is None and pef.dag_ is None
     assert sorted(len(c) for c in pef.clusters_) == [60, 80, 100]

@@ -30,10 +30,10 @@ def test_the_member_with_the_best_bic_wins(child):
 
 
 def test_a_wall_limit_cuts_the_running_member_skips_the_rest_and_leaves_no_graph():
-    # A block on which fGES would search for years (tests/endless.py): the first member is still
+    # A block on which Tetrad's fGES would search for years (tests/endless.py): the first member is still
     # running when the limit passes on any machine, so it is cut and the others never start.
     x, variables = endless_blocks()
-    specs = [{"method": "fges", "penalty": 1}, {"method": "fges", "penalty": 1.5}, {"method": "fges", "penalty": 2}]
+    specs = [{"method": "fges", "penalty": p, "engine": "tetrad"} for p in (1, 1.5, 2)]
     sle = SLE(specs, wall_limit=2).fit(x, variables)
     assert sle.status_ == "timed out" and sle.graph_ is None and sle.winner_ is None
     assert [r.status for r in sle.runs_] == ["timed out"] * 3

@@ -35,7 +35,7 @@ ensure_cache_folder()  # before the first @njit(cache=True): numba refuses one i
 
 #: An arrow that cannot be inserted.
 NONE = -math.inf
-#: An insert must raise y's score by more than this.
+#: An insert or a deletion must raise the score by more than this.
 TOLERANCE = 1e-9
 
 
