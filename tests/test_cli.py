@@ -208,7 +208,8 @@ def test_learn_writes_graph_with_metadata(alarm, tmp_path):
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())
     meta = doc["meta"]
-    assert meta["method"] == "fges" and meta["parameters"] == {"penalty": 2, "max_parents": 10, "faithfulness": False}
+    assert meta["method"] == "fges" and meta["parameters"] == {"penalty": 2, "max_parents": 10, "faithfulness": False,
+                                                               "engine": "compiled"}
     assert meta["status"] == "ok" and meta["tetrad_version"] == "7.6.8" and meta["bic"] < 0 and meta["seconds"] > 0
     scored = psle("evaluate", str(out), "--truth", str(small), "--json")
     assert json.loads(scored.stdout)["f1_adjacent"] > 0.8

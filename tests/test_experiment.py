@@ -14,14 +14,15 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.slow
 def test_a_pef_run_over_its_wall_limit_is_recorded_as_timed_out_without_a_graph(tmp_path):
-    # Three blocks on which fGES (penalty 1) would search for years (tests/endless.py): 2 s of wall limit
+    # Three blocks on which Tetrad's fGES (penalty 1) would search for years (tests/endless.py): 2 s of wall limit
     # cuts the first cluster's run on any machine. Each run's own limit is an hour, so a run that ended
     # well within it was cut by the wall limit; the bound below is that hour's half, not a speed.
     from hpc.data.problem import Problem, write_problem
     from tests.endless import endless_blocks
 
     write_problem(tmp_path / "endless.h5", Problem(*endless_blocks((100, 80, 60), seed=1)))
-    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges", "dataset=file",
+    run = psle_experiment(tmp_path, "progress=false", "executor.workers=1", "method=p-fges",
+                          "+method.members.0.engine=tetrad", "dataset=file",
                           f"dataset.path={tmp_path / 'endless.h5'}", "+pef_options.whole_below=0", "seed=1",
                           "time_limit=3600", "wall_limit=2", timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -132,8 +132,11 @@ def run_bounded(x: np.ndarray, penalty: float, order: np.ndarray, pairs: np.ndar
 
 
 def compile_kernel() -> None:
-    """Compile the trees' kernel, the covariance's and BIC's residual now (numba keeps them on disk), so that a run's
-    first search does not pay for it (about 15 s, once per installation)."""
+    """Compile the trees' kernel, GES's (hpc.learners.ges_kernel), the covariance's and BIC's residual now (numba keeps
+    them on disk), so that a run's first search does not pay for it (about 30 s, once per installation)."""
+    from hpc.learners.ges_kernel import ges_pattern
+
     cov = covariance(np.random.default_rng(0).normal(size=(20, 3)))
     order_search(cov, 20, 2.0, np.arange(3), None)
+    ges_pattern(cov, 20, 2.0, 3)
     residual_variance(cov, 0, np.arange(1, 3))
