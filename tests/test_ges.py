@@ -89,7 +89,8 @@ def test_from_a_wrong_start_it_still_ends_at_the_true_pattern(seed):
     rank = np.argsort(topological_order(g))
     extra = [(a, b) if rank[a] < rank[b] else (b, a) for a in range(25) for b in range(a + 1, 25)
              if rng.random() < 0.03]
-    start = (np.concatenate([g.directed, np.array(extra, dtype=np.int64).reshape(-1, 2)]), np.empty((0, 2), dtype=np.int64))
+    start = (np.concatenate([g.directed, np.array(extra, dtype=np.int64).reshape(-1, 2)]),
+             np.empty((0, 2), dtype=np.int64))
     out = PDAG(g.variables, *ges_pattern(population_covariance(g, rng), ROWS, 2.0, None, start=start))
     assert len(extra) >= 3 and out == reference_cpdag(g)
 

@@ -474,7 +474,8 @@ def ges(cov: np.ndarray, n: float, penalty: float, max_degree: int, allowed: np.
 
 
 def ges_pattern(cov: np.ndarray, n: int, penalty: float, max_degree: int | None, pairs: np.ndarray | None = None,
-                faithful: bool = True, start: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                faithful: bool = True,
+                start: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The pattern GES finds (ges), as directed (parent, child) and undirected (i < j) edge rows: from the empty
     graph or the PDAG `start` (its directed and undirected rows), adding edges only between `pairs` (rows i, j;
     None: any pair) and, by FES, to at most `max_degree` neighbours (None: no bound)."""

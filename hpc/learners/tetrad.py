@@ -372,9 +372,9 @@ def start_order(cov: np.ndarray, n: int, penalty: float, start: str,
     """Where an order search starts. "fges": a topological order of a DAG in the equivalence class GES assuming
     faithfulness finds (same penalty, degree at most START_DEGREE: hpc.learners.ges_kernel, compiled; with prior
     knowledge Tetrad's fGES, which keeps it), so the search starts near a good order whatever the column order;
-    "columns": the order of `cov`'s columns (the learners' data-derived canonical order, in effect a random one); "auto": the order of the DAG hpc.learners.starts's cheap starts
-    lead to where it is large and dense (dense_start), else "fges". Either made one that `knowledge` allows
-    (allowed_start)."""
+    "columns": the order of `cov`'s columns (the learners' data-derived canonical order, in effect a random one);
+    "auto": the order of the DAG hpc.learners.starts's cheap starts lead to where it is large and dense
+    (dense_start), else "fges". Either made one that `knowledge` allows (allowed_start)."""
     from hpc.errors import GraphError
     from hpc.graphs.equivalence import pdag_to_dag, topological_order
     from hpc.graphs.pdag import PDAG

@@ -22,11 +22,11 @@ candidate pairs per variable, 155 core variables reached 800 others, and one blo
 With `upto`, each block is cut into parts whose search, halo counted, holds at most that many variables
 (split_by_halo), as the polish cuts its searches.
 
-The fGES is fGES's phases compiled (hpc.learners.ges_kernel; Tetrad's Fges with prior knowledge, which that does
-not keep). `engine` "boss" runs each block's search as hpc.learners.order_search instead: BOSS over every candidate pair
-among the block's columns, started from the graph's order. It takes 35-65 % of the fGES repair's seconds and
-was as accurate on mosaic, sbm and Alarm-1000, but less on ws and Alarm-10000 (BENCHMARKS.md, "The repair's
-engine"), so fGES stays the default. fGES's bounds on a search's size (`wide`) do not apply to it.
+The fGES is fGES's phases compiled (hpc.learners.ges_kernel; Tetrad's Fges with prior knowledge, which that does not
+keep). `engine` "boss" runs each block's search as hpc.learners.order_search instead: BOSS over every candidate pair
+among the block's columns, started from the graph's order. It takes 35-65 % of the fGES repair's seconds and was as
+accurate on mosaic, sbm and Alarm-1000, but less on ws and Alarm-10000 (BENCHMARKS.md, "The repair's engine"), so
+fGES stays the default. fGES's bounds on a search's size (`wide`) do not apply to it.
 """
 
 from __future__ import annotations
@@ -262,8 +262,8 @@ def wide(block: Block, config: RepairConfig) -> bool:
 def repair_search(x: np.ndarray, block: Block, penalty: float, until: float | None,
                   knowledge: dict | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's search (fGES, or the order search where the block has a start order) in this process's worker
-    (a dask task), with the `knowledge` about its columns (hpc.graphs.knowledge's indexed form); None when the user's wall limit `until` (`time.time()`, the same
-    on every worker whenever the task starts) passed first."""
+    (a dask task), with the `knowledge` about its columns (hpc.graphs.knowledge's indexed form); None when the user's
+    wall limit `until` (`time.time()`, the same on every worker whenever the task starts) passed first."""
     from hpc.learners.ensemble import remaining
     from hpc.learners.order_search import RUNNER as ORDER_RUNNER
     from hpc.learners.worker import call_within
