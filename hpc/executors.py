@@ -398,12 +398,13 @@ class SlurmDaskExecutor(DaskExecutor):
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and
         every task that reads it fails; with copies, dask reruns the lost worker's tasks on the others. A worker
-        job that leaves while the copies are made fails the scheduler's copying (a KeyError naming its address);
-        the copies are then made again to the workers still there."""
+        job that leaves while the copies are made fails the scheduler's copying: a KeyError naming its address, or
+        the scheduler closing the scatter's connection (CommClosedError, an OSError; seen with a job requeued while
+        fusion scattered its data). The copies are then made again to the workers still there."""
         for _ in range(SCATTER_TRIES - 1):
             try:
                 return super().scatter(obj, broadcast=True)
-            except KeyError:
+            except (KeyError, OSError):
                 self.client.wait_for_workers(1, timeout=600)
         return super().scatter(obj, broadcast=True)
 

@@ -575,10 +575,17 @@ def test_collinear_columns_give_a_graph_not_a_traceback():
     assert winners and all(w is not None for w in winners)
 
 
-def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again():
+@pytest.mark.parametrize("error", [KeyError("tcp://192.0.2.2:40781"), "closed"])
+def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again(error):
     """dask's scheduler fails a broadcast scatter with a KeyError naming a worker that left while it copied (a
-    SLURM worker job ending); the SLURM executor makes the copies again to the workers still there."""
+    SLURM worker job ending), or closes the scatter's connection; the SLURM executor makes the copies again to the
+    workers still there."""
+    from distributed.comm.core import CommClosedError
+
     from hpc.executors import SCATTER_TRIES, SlurmDaskExecutor
+
+    failure = CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed") if error == "closed" \
+        else error
 
     class Client:
         def __init__(self, failures):
@@ -588,7 +595,7 @@ def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again():
             self.calls += 1
             assert broadcast and not hash
             if self.calls <= self.failures:
-                raise KeyError("tcp://192.0.2.2:40781")
+                raise failure
             return f"future of {obj}"
 
         def wait_for_workers(self, n, timeout):
@@ -599,6 +606,6 @@ def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again():
     assert executor.scatter("x", broadcast=False) == "future of x"
     assert executor.client.calls == 2 and executor.client.waits == 1
     executor.client = Client(failures=SCATTER_TRIES)  # workers that keep leaving: the error comes through
-    with pytest.raises(KeyError):
+    with pytest.raises(type(failure)):
         executor.scatter("x")
     assert executor.client.calls == SCATTER_TRIES
