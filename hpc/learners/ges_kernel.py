@@ -93,7 +93,7 @@ def _cliques(adj: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     flat = np.empty(max(4 * m, 16), dtype=np.int64)
     starts = np.zeros(max(2 * m + 2, 16), dtype=np.int64)
     count, used = 1, 0
-    chosen = np.empty(m + 1, dtype=np.int64)
+    clique = np.empty(m + 1, dtype=np.int64)  # the clique being grown
     nxt = np.zeros(m + 1, dtype=np.int64)  # the next candidate to try at each depth
     d = 0
     while True:
@@ -104,22 +104,16 @@ def _cliques(adj: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]
             continue
         j = nxt[d]
         nxt[d] += 1
-        ok = True
-        for i in range(d):
-            if not adj[cand[chosen[i]], cand[j]]:
-                ok = False
-                break
-        if not ok:
+        if not _all_adjacent(adj, cand[j], clique[:d]):
             continue
-        chosen[d] = j
+        clique[d] = cand[j]
         d += 1
         nxt[d] = j + 1
         if used + d > len(flat):
             flat = np.concatenate((flat, np.empty(len(flat) + d, dtype=np.int64)))
         if count + 2 > len(starts):
             starts = np.concatenate((starts, np.zeros(len(starts), dtype=np.int64)))
-        for i in range(d):
-            flat[used + i] = cand[chosen[i]]
+        flat[used:used + d] = clique[:d]
         used += d
         count += 1
         starts[count] = used
@@ -150,9 +144,8 @@ def _evaluate(cov: np.ndarray, n: float, cost: float, adj: np.ndarray, dr: np.nd
                 t0[m] = w
                 m += 1
     for i in range(parents, k):  # NA(y, x) must be a clique
-        for j in range(i + 1, k):
-            if not adj[base[i], base[j]]:
-                return NONE, 0
+        if not _all_adjacent(adj, base[i], base[i + 1:k]):
+            return NONE, 0
     fits = np.empty(m, dtype=np.int64)  # T's candidates: adjacent to all of NA(y, x)
     f = 0
     for i in range(m):
