@@ -12,7 +12,7 @@ from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.polish import Polish, PolishConfig, blanket, communities, join_parents, polish_blocks
+from hpc.pef.polish import Polish, PolishConfig, blanket, communities, join_parents, polish_blocks, shares
 from hpc.pef.steps import steps_from
 from tests.chains import run_step
 
@@ -116,6 +116,25 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
     # a part whose search is still over it (here every variable's: each has a neighbour) does not run
     graph, account = run_step(Polish(PolishConfig(upto=1)), x, start, clusters)
     assert graph == start and account["searches"] == 0
+
+
+def test_the_polish_shares_its_bound_on_tree_nodes_by_the_searches_variables():
+    assert shares([100, 0, 300], 1000) == [250, None, 750]  # 0: a search over polish.upto, which does not run
+    assert shares([3, 3, 3], 2) == [1, 1, 1]  # every search that runs may make a node
+    assert shares([100, 300], 0) == [None, None]  # 0: no bound
+
+
+@pytest.mark.jvm
+def test_a_polish_stopped_by_its_bound_on_nodes_keeps_the_parents_its_start_order_gives():
+    x, dag, clusters = planted()
+    start = dag_to_cpdag(dag.with_edges(np.concatenate([dag.directed, [[8, 10], [9, 11]]])))
+    free = run_step(Polish(PolishConfig(upto=100)), x, start, clusters)
+    assert "stopped" not in free[1]
+    # one node a variable in all: each search stops before its first move, with each variable's best parents
+    # before it in the start order (a topological order of the true graph here, so the true parents)
+    graph, account = run_step(Polish(PolishConfig(upto=100, nodes=1)), x, start, clusters)
+    assert account["stopped"] == account["searches"] == 2
+    assert compare(graph, dag_to_cpdag(dag)).shd == 0 and graph == free[0]
 
 
 @pytest.mark.jvm

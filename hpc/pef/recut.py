@@ -32,13 +32,16 @@ class RecutConfig:
     # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
     # true graphs, seed 100).
     crossing: float = 0.3
-    # Each pass's searches hold at most this many variables, as the polish's.
+    # Each pass's searches hold at most this many variables, and make at most `nodes` tree nodes per variable of
+    # the problem in all, as the polish's.
     upto: int = PolishConfig.upto
+    nodes: int = PolishConfig.nodes
 
     def validate(self) -> None:
         check_number("recut.passes", self.passes, 0, 10, integer=True)
         check_number("recut.crossing", self.crossing, 0.0, 1.0)
         check_number("recut.upto", self.upto, 1, 10_000_000, integer=True)
+        check_number("recut.nodes", self.nodes, 0, 10**9, integer=True)
 
 
 class Recut(Step):
@@ -68,7 +71,7 @@ class Recut(Step):
             if share >= self.config.crossing:
                 break
             start = graph
-            graph, account = polish_graph(chain, start, cut, PolishConfig(upto=self.config.upto),
+            graph, account = polish_graph(chain, start, cut, PolishConfig(upto=self.config.upto, nodes=self.config.nodes),
                                           memory.part(str(r + 1)), f"recut {r + 1}")
             passes.append({**account, "crossing": round(share, 3)})
             if graph == start:
