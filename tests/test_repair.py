@@ -191,6 +191,14 @@ def test_the_checkpoint_keeps_step_results_by_name_and_refuses_older_formats(tmp
     assert run.directed.tolist() == [[0, 1]] and run.undirected.shape == (0, 2) and run.seconds == 1.5
     assert again.get(1, {**spec, "settings": "B"}) is None  # other settings: the step runs afresh
     assert again.part("polish").get(1, spec) is None  # another step's results are its own
+    # results that come many a second are saved in batches: on disk at the next save, not before
+    batched = StepMemory(RunCheckpoint(path, {"data": "x"}, flush_seconds=3600), "polish")
+    batched.memory.save()
+    batched.put(0, MemberRun(spec, "ok", np.array([[1, 2]]), np.empty((0, 2), dtype=np.int64), None, 0.1),
+                at_once=False)
+    assert StepMemory(RunCheckpoint(path, {"data": "x"}), "polish").get(0, spec) is None
+    batched.memory.flush()
+    assert StepMemory(RunCheckpoint(path, {"data": "x"}), "polish").get(0, spec).directed.tolist() == [[1, 2]]
     assert RunCheckpoint(path, {"data": "x"}).runs == {}  # and not member runs
     for version in (1, 2, 3, 4):  # column order, clocks: refused, not resumed into another graph
         old = tmp_path / f"v{version}.h5"

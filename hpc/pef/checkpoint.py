@@ -63,7 +63,10 @@ SCREEN_SETS = ("screened_blocks", "screened_tested", "screened_counts", "screene
 
 class RunCheckpoint:
     """Partition and member runs keyed by (cluster, member index), the steps after fusion's results keyed by
-    (step name, index); `put` and `put_step` persist at once."""
+    (step name, index). Results persist at once, but screened blocks and the step results put with
+    `at_once=False` (the polish's searches, which can come hundreds a second: a recut pass at 10,000 variables
+    makes 700, and each save takes 0.1 s) at most every `flush_seconds` and at `flush`: a kill loses at most
+    those seconds of work, never the graph, which a resumed run recomputes the same."""
 
     def __init__(self, path: str | os.PathLike, settings: dict[str, Any], flush_seconds: float = 10.0):
         self.path = Path(path)
@@ -121,6 +124,9 @@ class RunCheckpoint:
 
     def put_screened(self, block: int, result: Screened) -> None:
         self.screened[block] = result
+        self._touch()
+
+    def _touch(self) -> None:
         self._dirty = True
         if time.monotonic() - self._saved_at >= self.flush_seconds:
             self.save()
@@ -138,12 +144,15 @@ class RunCheckpoint:
         self.recorded += 1
         self.save()
 
-    def put_step(self, step: str, index: int, run: MemberRun) -> None:
+    def put_step(self, step: str, index: int, run: MemberRun, at_once: bool = True) -> None:
         """A step after fusion's result (a repair round, a polish search, ...); each step's results carry the spec
         of the search that made them, so a resumed run reuses one only for the same search."""
         self.steps[step, index] = run
         self.recorded += 1
-        self.save()
+        if at_once:
+            self.save()
+        else:
+            self._touch()
 
     def save(self) -> None:
         clusters = self.clusters or []

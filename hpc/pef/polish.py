@@ -251,7 +251,7 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
         results[todo[t]], stopped = result, stopped + bounded
         note = f"stopped at its bound of {bounds[todo[t]]:,} tree nodes" if bounded else None
         memory.put(todo[t], MemberRun(specs[todo[t]], "ok", result, np.empty((0, 2), np.int64), None,
-                                      time.perf_counter() - begin, note))
+                                      time.perf_counter() - begin, note), at_once=False)
         chain.show(f"{label}: searches", done, len(todo))
     polished = join_parents(graph, blocks, results)
     return polished, {**changes(graph, polished), "searches": len(todo) + resumed, "groups": len(groups),

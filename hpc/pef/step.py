@@ -86,9 +86,10 @@ class StepMemory:
         stored = None if self.memory is None else self.memory.steps.get((self.name, index))
         return stored if stored is not None and stored.spec == spec else None
 
-    def put(self, index: int, run: MemberRun) -> None:
+    def put(self, index: int, run: MemberRun, at_once: bool = True) -> None:
+        """`at_once=False` for results that come many a second: they are saved in batches (RunCheckpoint)."""
         if self.memory is not None:
-            self.memory.put_step(self.name, index, run)
+            self.memory.put_step(self.name, index, run, at_once)
 
     def part(self, name: str) -> StepMemory:
         """The memory of one of a step's own searches (each of the recut's polish passes)."""
@@ -150,7 +151,11 @@ def run_chain(steps: tuple[Step, ...], chain: Chain,
             continue
         with timed(step.name):
             begin = time.perf_counter()
-            graph, account = step.run(chain, StepMemory(chain.memory, step.name))
+            try:
+                graph, account = step.run(chain, StepMemory(chain.memory, step.name))
+            finally:  # what the step finished is on disk before the next step (or a wall limit's exit)
+                if chain.memory is not None:
+                    chain.memory.flush()
             if chain.knowledge is not None:  # a join may turn an edge round against the knowledge: put it right
                 graph, account["knowledge_fixed"] = chain.knowledge.kept(graph)
             account["seconds"] = round(time.perf_counter() - begin, 3)
