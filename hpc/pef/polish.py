@@ -52,10 +52,11 @@ class PolishConfig:
     penalty: float = 2.0
     # Tree nodes per variable of the problem that the step's searches may make in all (0 = no bound), as for the
     # rival's and the sweep's one search: each search its share by its variables, past which it stops at the order
-    # it reached. A count, not seconds, so the graph is the same on any machine; a node costs 10-15 us compiled. A
-    # cap on dense problems, not a trim: on layer-1000 seed 102 (tuning) the polish made 4.9 million nodes (its
-    # largest search 0.9 of its share under 10,000) and gained 348 SHD over the same polish stopped at 1,000.
-    nodes: int = 20_000
+    # it reached. A count, not seconds, so the graph is the same on any machine; a node costs 5-15 us compiled. For
+    # a user who must bound a dense problem's polish; no bound by default, since the polish's work there is what
+    # earns: on layer-1000 seed 102 (tuning) it made 4.9 million nodes, and stopped at 1,000 a variable it ended
+    # 348 SHD worse (BENCHMARKS.md, "A BOSS polish per cluster").
+    nodes: int = 0
 
     def validate(self) -> None:
         check_number("polish.upto", self.upto, 0, 10_000_000, integer=True)

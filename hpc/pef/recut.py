@@ -29,7 +29,7 @@ class RecutConfig:
     # At most this many passes; 0 = none. A pass that changes nothing ends the recut. Each pass's communities cut
     # elsewhere, and on large block-structured problems passes kept gaining: on tuning seeds (Alarm-10000 seeds 100
     # and 101, sbm-5000 and mosaic-5000 seed 100) 2, 4 and 8 passes gave 10,151, 9,666 and 9,505 SHD in all
-    # (mosaic 2,911, 2,597, 2,439; the others level after 4), for 3-7 s a pass at 5,000-10,000 variables.
+    # (mosaic 2,911, 2,597, 2,439; the others level after 4), for 3-10 s a pass at 5,000-10,000 variables.
     passes: int = 8
     # ... each only while under this share of the graph's edges join two communities: 0.09-0.14 on the
     # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
@@ -74,8 +74,8 @@ class Recut(Step):
             if share >= self.config.crossing:
                 break
             start = graph
-            graph, account = polish_graph(chain, start, cut, PolishConfig(upto=self.config.upto, nodes=self.config.nodes),
-                                          memory.part(str(r + 1)), f"recut {r + 1}")
+            config = PolishConfig(upto=self.config.upto, nodes=self.config.nodes)
+            graph, account = polish_graph(chain, start, cut, config, memory.part(str(r + 1)), f"recut {r + 1}")
             passes.append({**account, "crossing": round(share, 3)})
             if graph == start:
                 break  # another pass would search the same communities from the same graph
