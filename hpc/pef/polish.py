@@ -34,7 +34,7 @@ from hpc.checks import check_number
 from hpc.graphs.equivalence import dag_to_cpdag, pdag_to_dag, topological_order
 from hpc.graphs.pdag import PDAG, pair_keys
 from hpc.learners.ensemble import MemberRun
-from hpc.learners.order_search import BOUNDED_RUNNER, RUNNER  # RUNNER: Tetrad's BOSS, only for prior knowledge
+from hpc.learners.order_search import BOUNDED_RUNNER, RUNNER, partners_of  # RUNNER: Tetrad's BOSS, for knowledge
 from hpc.pef.partition import largest_cluster
 from hpc.pef.parts import pack_walk
 from hpc.pef.candidates import candidate_pairs
@@ -118,18 +118,8 @@ def blankets(dag: PDAG) -> list[set[int]]:
     return out
 
 
-def adjacent(dag: PDAG) -> list[list[int]]:
-    """Each variable's neighbours in `dag`, listed once for every core split_core splits (each core's own pass
-    over all the edges cost 65 s a recut pass at 100,000 variables)."""
-    near: list[list[int]] = [[] for _ in range(dag.p)]
-    for a, b in dag.directed.tolist():
-        near[a].append(b)
-        near[b].append(a)
-    return near
-
-
 def split_core(dag: PDAG, rank: np.ndarray, core: np.ndarray, upto: int, mb: list[set[int]],
-               near: list[list[int]]) -> list[np.ndarray]:
+               near: list[np.ndarray]) -> list[np.ndarray]:
     """`core` in parts whose search (part and blanket) has at most `upto` variables, or `core` whole when it
     fits. Parts grow along the start graph's edges inside the core (`near`: each variable's neighbours in it;
     breadth first from the earliest variable in its order), so a part's variables share much of their blankets; a
@@ -139,7 +129,7 @@ def split_core(dag: PDAG, rank: np.ndarray, core: np.ndarray, upto: int, mb: lis
         return [core]
     inside = set(core.tolist())
     return pack_walk(sorted(inside, key=lambda v: rank[v]),
-                     lambda v: sorted((u for u in near[v] if u in inside), key=lambda u: rank[u]),
+                     lambda v: sorted((u for u in near[v].tolist() if u in inside), key=lambda u: rank[u]),
                      lambda v: {v} | mb[v], upto)
 
 
@@ -148,7 +138,7 @@ def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0) -> lis
     more than `upto` variables (0: no limit), one per part of it (split_core)."""
     dag, rank = repaired_order(graph)
     pairs = candidate_pairs(graph)
-    mb, near = blankets(dag), adjacent(dag)
+    mb, near = blankets(dag), partners_of(dag.p, dag.directed)  # near: listed once, not per core split
     blocks = []
     for cluster in clusters:
         for core in split_core(dag, rank, cluster, upto, mb, near):
