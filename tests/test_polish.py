@@ -14,7 +14,8 @@ from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
 from hpc.pef.polish import Polish, PolishConfig, blanket, communities, join_parents, polish_blocks, shares
 from hpc.pef.steps import steps_from
-from tests.chains import run_step
+from hpc.pef.step import StepMemory
+from tests.chains import chain_of, run_step
 
 
 def test_the_blanket_holds_parents_children_and_the_childrens_other_parents():
@@ -116,6 +117,21 @@ def test_the_polish_removes_the_edges_a_missed_parent_left_and_keeps_the_true_gr
     # a part whose search is still over it (here every variable's: each has a neighbour) does not run
     graph, account = run_step(Polish(PolishConfig(upto=1)), x, start, clusters)
     assert graph == start and account["searches"] == 0
+
+
+def test_the_recut_cuts_the_graph_once_a_pass_its_gate_and_first_pass_sharing_one_cut(monkeypatch):
+    import hpc.pef.recut as recut
+
+    calls = []
+    monkeypatch.setattr(recut, "communities", lambda g: calls.append(g) or communities(g))
+    x, dag, clusters = planted()
+    start = dag_to_cpdag(dag.with_edges(np.concatenate([dag.directed, [[8, 10], [9, 11]]])))
+    step, chain = recut.Recut(recut.RecutConfig(crossing=1.0)), chain_of(x, start, clusters)
+    assert step.applies(chain) is None and len(calls) == 1
+    graph, account = step.run(chain, StepMemory(None, "recut"))
+    assert compare(graph, dag_to_cpdag(dag)).shd == 0
+    assert len(calls) == len(account["passes"]) == 2  # the second pass changes nothing, and ends the recut
+    assert calls[0] is start and calls[1] == graph
 
 
 def test_the_polish_shares_its_bound_on_tree_nodes_by_the_searches_variables():
