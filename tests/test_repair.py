@@ -19,7 +19,7 @@ from hpc.graphs.metrics import compare
 from hpc.graphs.order import canonical_order, relabel
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.candidates import candidate_pairs, too_many
+from hpc.pef.candidates import PairIndex, candidate_pairs, too_many
 from hpc.pef.repair import (Repair, RepairConfig, block_search, changes, join_blocks, partner_lists, repair_blocks,
                              split_by_halo, wide)
 from hpc.pef.step import Chain, WallLimitHit, changes_note, run_chain
@@ -34,6 +34,15 @@ def test_candidates_are_adjacent_and_two_step_pairs():
     # 0 -> 1 <- 2, 2 --- 3, 4 alone.
     g = PDAG(tuple("abcde"), [(0, 1), (2, 1)], [(2, 3)])
     assert sorted(map(tuple, candidate_pairs(g).tolist())) == [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)]
+
+
+def test_a_searchs_pairs_are_those_with_both_ends_in_it_in_the_pairs_order_and_local_indices():
+    index = PairIndex(6, np.array([(0, 1), (1, 2), (2, 3), (0, 3), (1, 3), (4, 5)]))
+    assert index.within(np.array([3, 1])).tolist() == [[1, 0]]  # (1, 3): 3 is column 0, 1 column 1
+    assert index.within(np.array([0, 1, 2])).tolist() == [[0, 1], [1, 2]]
+    assert index.within(np.array([3, 1])).tolist() == [[1, 0]]  # no trace of the call before
+    assert index.within(np.array([5])).tolist() == [] and PairIndex(3, np.empty((0, 2), np.int64)).within(
+        np.array([0, 2])).shape == (0, 2)
 
 
 def test_changes_count_added_removed_and_reoriented_edges():

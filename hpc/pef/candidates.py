@@ -37,6 +37,28 @@ def candidate_pairs(graph: PDAG) -> np.ndarray:
     return _pairs(np.concatenate([edges, *two_steps]), p)
 
 
+class PairIndex:
+    """The rows of `pairs` that touch each of `p` variables, so a search over a few variables finds its pairs
+    without scanning them all (a recut pass at 100,000 variables makes 5,400 searches over a million pairs)."""
+
+    def __init__(self, p: int, pairs: np.ndarray):
+        ends = pairs.ravel()
+        self.pairs = pairs
+        self.rows = np.argsort(ends, kind="stable") // 2
+        self.offsets = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=p))])
+        self.local = np.full(p, -1, dtype=np.int64)
+
+    def within(self, columns: np.ndarray) -> np.ndarray:
+        """The pairs with both ends in `columns`, in the order of `pairs`, as indices into `columns`."""
+        starts = self.offsets[columns]
+        lengths = self.offsets[columns + 1] - starts
+        at = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        self.local[columns] = np.arange(len(columns))
+        mine = self.local[self.pairs[np.unique(self.rows[at])]]
+        self.local[columns] = -1
+        return mine[(mine >= 0).all(axis=1)]
+
+
 def too_many(pairs: int, bound: int, setting: str) -> str | None:
     """Why a step does not start from a graph with `pairs` candidate pairs: more than `bound` (0: no bound);
     None when it may."""

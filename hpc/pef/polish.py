@@ -37,7 +37,7 @@ from hpc.learners.ensemble import MemberRun
 from hpc.learners.order_search import BOUNDED_RUNNER, RUNNER, partners_of  # RUNNER: Tetrad's BOSS, for knowledge
 from hpc.pef.partition import largest_cluster
 from hpc.pef.parts import pack_walk
-from hpc.pef.candidates import candidate_pairs
+from hpc.pef.candidates import PairIndex, candidate_pairs
 from hpc.pef.repair import acyclic_union, changes
 from hpc.pef.step import Chain, Step, StepMemory, searches
 
@@ -137,17 +137,14 @@ def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0) -> lis
     """The searches, from the repaired CPDAG `graph`: one per cluster, or, where a cluster's search would hold
     more than `upto` variables (0: no limit), one per part of it (split_core)."""
     dag, rank = repaired_order(graph)
-    pairs = candidate_pairs(graph)
+    pairs = PairIndex(graph.p, candidate_pairs(graph))
     mb, near = blankets(dag), partners_of(dag.p, dag.directed)  # near: listed once, not per core split
     blocks = []
     for cluster in clusters:
         for core in split_core(dag, rank, cluster, upto, mb, near):
             columns = np.concatenate([core, blanket(dag, core)])
-            local = np.full(graph.p, -1, dtype=np.int64)
-            local[columns] = np.arange(len(columns))
-            mine = local[pairs]
             blocks.append(PolishBlock(columns, len(core), np.argsort(rank[columns], kind="stable"),
-                                      mine[(mine >= 0).all(axis=1)]))
+                                      pairs.within(columns)))
     return blocks
 
 
