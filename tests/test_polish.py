@@ -12,7 +12,7 @@ from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.polish import Polish, PolishConfig, blanket, communities, join_parents, polish_blocks, shares
+from hpc.pef.polish import Polish, PolishConfig, blanket, blankets, communities, join_parents, polish_blocks, shares
 from hpc.pef.steps import steps_from
 from hpc.pef.step import StepMemory
 from tests.chains import chain_of, run_step
@@ -21,8 +21,9 @@ from tests.chains import chain_of, run_step
 def test_the_blanket_holds_parents_children_and_the_childrens_other_parents():
     # 1 -> 0 -> 2 <- 3 <- 4, 0 -> 6, 5 alone: 4 is a parent of a spouse, outside the blanket.
     dag = PDAG(tuple("abcdefg"), [(1, 0), (0, 2), (3, 2), (4, 3), (0, 6)])
-    assert blanket(dag, np.array([0])).tolist() == [1, 2, 3, 6]
-    assert blanket(dag, np.array([0, 1])).tolist() == [2, 3, 6]
+    mb = blankets(dag)
+    assert blanket(mb, np.array([0])).tolist() == [1, 2, 3, 6]
+    assert blanket(mb, np.array([0, 1])).tolist() == [2, 3, 6]
 
 
 def test_the_recut_cuts_where_the_graph_is_sparse_not_where_the_partition_did():

@@ -82,17 +82,11 @@ class PolishBlock:
         return f"{self.core}:{h.hexdigest()[:16]}"
 
 
-def blanket(dag: PDAG, core: np.ndarray) -> np.ndarray:
-    """The variables outside `core` in the Markov blanket of some variable in it."""
-    d = dag.directed
-    inside = np.zeros(dag.p, dtype=bool)
-    inside[core] = True
-    children = d[inside[d[:, 0]], 1]
-    is_child = np.zeros(dag.p, dtype=bool)
-    is_child[children] = True
-    parents = d[inside[d[:, 1]], 0]
-    spouses = d[is_child[d[:, 1]], 0]
-    return np.setdiff1d(np.concatenate([children, parents, spouses]), core)
+def blanket(mb: list[set[int]], core: np.ndarray) -> np.ndarray:
+    """The variables outside `core` in the Markov blanket of some variable in it (`mb`: each variable's, from
+    `blankets`), sorted; from the blankets listed once, not from every edge for each of a pass's searches."""
+    inside = core.tolist()
+    return np.array(sorted(set().union(*(mb[v] for v in inside)).difference(inside)), dtype=np.int64)
 
 
 def repaired_order(graph: PDAG) -> tuple[PDAG, np.ndarray]:
@@ -118,14 +112,14 @@ def blankets(dag: PDAG) -> list[set[int]]:
     return out
 
 
-def split_core(dag: PDAG, rank: np.ndarray, core: np.ndarray, upto: int, mb: list[set[int]],
+def split_core(rank: np.ndarray, core: np.ndarray, upto: int, mb: list[set[int]],
                near: list[np.ndarray]) -> list[np.ndarray]:
     """`core` in parts whose search (part and blanket) has at most `upto` variables, or `core` whole when it
     fits. Parts grow along the start graph's edges inside the core (`near`: each variable's neighbours in it;
     breadth first from the earliest variable in its order), so a part's variables share much of their blankets; a
     variable whose blanket alone is larger is a part of its own, whose search is then over the cap and does not
     run."""
-    if not upto or len(core) + len(blanket(dag, core)) <= upto:
+    if not upto or len(core) + len(blanket(mb, core)) <= upto:
         return [core]
     inside = set(core.tolist())
     return pack_walk(sorted(inside, key=lambda v: rank[v]),
@@ -141,8 +135,8 @@ def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0) -> lis
     mb, near = blankets(dag), partners_of(dag.p, dag.directed)  # near: listed once, not per core split
     blocks = []
     for cluster in clusters:
-        for core in split_core(dag, rank, cluster, upto, mb, near):
-            columns = np.concatenate([core, blanket(dag, core)])
+        for core in split_core(rank, cluster, upto, mb, near):
+            columns = np.concatenate([core, blanket(mb, core)])
             blocks.append(PolishBlock(columns, len(core), np.argsort(rank[columns], kind="stable"),
                                       pairs.within(columns)))
     return blocks
