@@ -135,6 +135,19 @@ def test_the_recut_cuts_the_graph_once_a_pass_its_gate_and_first_pass_sharing_on
     assert calls[0] is start and calls[1] == graph
 
 
+def test_the_recut_ends_when_a_pass_returns_to_a_graph_it_passed_through(monkeypatch):
+    # passes that flip one edge back and forth (as on Alarm-10000, one edge a pass from the sixth on) would repeat
+    import hpc.pef.recut as recut
+
+    x, dag, clusters = planted()
+    a = dag_to_cpdag(dag)
+    b = a.with_edges(np.concatenate([a.directed, [[8, 10]]]), a.undirected)
+    flip = lambda chain, graph, cut, config, memory, label: (b if graph == a else a, {})  # noqa: E731
+    monkeypatch.setattr(recut, "polish_graph", flip)
+    graph, account = run_step(recut.Recut(recut.RecutConfig(passes=10, crossing=1.0)), x, a, clusters)
+    assert len(account["passes"]) == 2 and graph == a
+
+
 def test_the_polish_shares_its_bound_on_tree_nodes_by_the_searches_variables():
     assert shares([100, 0, 300], 1000) == [250, None, 750]  # 0: a search over polish.upto, which does not run
     assert shares([3, 3, 3], 2) == [1, 1, 1]  # every search that runs may make a node

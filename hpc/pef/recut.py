@@ -28,7 +28,9 @@ from hpc.pef.step import Chain, Step, StepMemory
 
 @dataclass(frozen=True)
 class RecutConfig:
-    # At most this many passes; 0 = none. A pass that changes nothing ends the recut. Each pass's communities cut
+    # At most this many passes; 0 = none. A pass that leaves a graph the recut has already passed through (its start,
+    # or one a pass before: on Alarm-10000 seed 100 one edge flipped back and forth from the sixth pass on) ends it:
+    # each pass follows from its graph alone, so the passes would repeat. Each pass's communities cut
     # elsewhere, and on large block-structured problems passes kept gaining: on tuning seeds (Alarm-10000 seeds 100
     # and 101, sbm-5000 and mosaic-5000 seed 100) 2, 4 and 8 passes gave 10,151, 9,666 and 9,505 SHD in all
     # (mosaic 2,911, 2,597, 2,439; the others level after 4), for 3-10 s a pass at 5,000-10,000 variables.
@@ -81,15 +83,16 @@ class Recut(Step):
     def run(self, chain: Chain, memory: StepMemory) -> tuple[PDAG, dict[str, Any]]:
         before = graph = chain.graph
         passes: list[dict[str, Any]] = []
+        seen = {graph}
         for r in range(self.config.passes):
             cut = self.communities(graph)
             share = crossing_share(graph, cut)
             if share >= self.config.crossing:
                 break
-            start = graph
             config = PolishConfig(upto=self.config.upto, nodes=self.config.nodes)
-            graph, account = polish_graph(chain, start, cut, config, memory.part(str(r + 1)), f"recut {r + 1}")
+            graph, account = polish_graph(chain, graph, cut, config, memory.part(str(r + 1)), f"recut {r + 1}")
             passes.append({**account, "crossing": round(share, 3)})
-            if graph == start:
-                break  # another pass would search the same communities from the same graph
+            if graph in seen:  # each pass's cut and searches follow from its graph alone: the passes would repeat
+                break
+            seen.add(graph)
         return graph, {**changes(before, graph), "passes": passes}
