@@ -27,14 +27,12 @@ def candidate_pairs(graph: PDAG) -> np.ndarray:
     edges = np.concatenate([graph.directed, graph.undirected])
     both = np.concatenate([edges, edges[:, ::-1]])  # (v, neighbour) both ways
     by_node = both[np.argsort(both[:, 0], kind="stable")]
-    starts = np.searchsorted(by_node[:, 0], np.arange(p + 1))
-    two_steps = []
-    for v in range(p):
-        nb = by_node[starts[v]:starts[v + 1], 1]
-        if len(nb) > 1:
-            a, b = np.triu_indices(len(nb), 1)
-            two_steps.append(np.stack([nb[a], nb[b]], axis=1))
-    return _pairs(np.concatenate([edges, *two_steps]), p)
+    ends = np.searchsorted(by_node[:, 0], np.arange(p + 1))[by_node[:, 0] + 1]  # where each row's node's rows end
+    later = ends - np.arange(len(by_node)) - 1  # each row pairs its neighbour with those of the node's later rows
+    left = np.repeat(np.arange(len(by_node)), later)
+    right = left + 1 + np.arange(len(left)) - np.repeat(np.cumsum(later) - later, later)
+    two_steps = np.stack([by_node[left, 1], by_node[right, 1]], axis=1)
+    return _pairs(np.concatenate([edges, two_steps]), p)
 
 
 class PairIndex:
