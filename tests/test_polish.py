@@ -142,10 +142,26 @@ def test_the_recut_ends_when_a_pass_returns_to_a_graph_it_passed_through(monkeyp
     x, dag, clusters = planted()
     a = dag_to_cpdag(dag)
     b = a.with_edges(np.concatenate([a.directed, [[8, 10]]]), a.undirected)
-    flip = lambda chain, graph, cut, config, memory, label: (b if graph == a else a, {})  # noqa: E731
+    flip = lambda chain, graph, cut, config, memory, label: (b if graph == a else a, {"edges_added": 1})  # noqa: E731
     monkeypatch.setattr(recut, "polish_graph", flip)
     graph, account = run_step(recut.Recut(recut.RecutConfig(passes=10, crossing=1.0)), x, a, clusters)
     assert len(account["passes"]) == 2 and graph == a
+
+
+def test_the_recut_ends_after_a_pass_that_changes_under_its_settle_share_of_the_edges(monkeypatch):
+    import hpc.pef.recut as recut
+
+    x, dag, clusters = planted()
+    start = dag_to_cpdag(dag)  # 13 edges; each pass below adds one more, 0 -> 6, 0 -> 7, ...: a new graph each time
+    grow = lambda chain, graph, cut, config, memory, label: (  # noqa: E731
+        graph.with_edges(np.concatenate([graph.directed, [[0, graph.n_edges - 7]]]), graph.undirected),
+        {"edges_added": 1})
+    monkeypatch.setattr(recut, "polish_graph", grow)
+    config = lambda settle: recut.RecutConfig(passes=4, crossing=1.0, settle=settle)  # noqa: E731
+    passes = lambda settle: len(run_step(recut.Recut(config(settle)), x, start, clusters)[1]["passes"])  # noqa: E731
+    assert passes(0.0) == passes(0.05) == 4  # 1 edge is never under 5 % of 14-17
+    assert passes(0.07) == 2  # under 7 % of the 15 edges after the second pass, not of the 14 after the first
+    assert passes(0.08) == 1
 
 
 def test_the_polish_shares_its_bound_on_tree_nodes_by_the_searches_variables():
