@@ -127,10 +127,12 @@ def split_core(rank: np.ndarray, core: np.ndarray, upto: int, mb: list[set[int]]
                      lambda v: {v} | mb[v], upto)
 
 
-def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0) -> list[PolishBlock]:
+def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0,
+                  ordered: tuple[PDAG, np.ndarray] | None = None) -> list[PolishBlock]:
     """The searches, from the repaired CPDAG `graph`: one per cluster, or, where a cluster's search would hold
-    more than `upto` variables (0: no limit), one per part of it (split_core)."""
-    dag, rank = repaired_order(graph)
+    more than `upto` variables (0: no limit), one per part of it (split_core). `ordered`: repaired_order(graph), if
+    the caller has it."""
+    dag, rank = ordered or repaired_order(graph)
     pairs = PairIndex(graph.p, candidate_pairs(graph))
     mb, near = blankets(dag), partners_of(dag.p, dag.directed)  # near: listed once, not per core split
     blocks = []
@@ -142,11 +144,13 @@ def polish_blocks(graph: PDAG, clusters: list[np.ndarray], upto: int = 0) -> lis
     return blocks
 
 
-def join_parents(graph: PDAG, blocks: list[PolishBlock], results: list[np.ndarray | None]) -> PDAG:
+def join_parents(graph: PDAG, blocks: list[PolishBlock], results: list[np.ndarray | None],
+                 ordered: tuple[PDAG, np.ndarray] | None = None) -> PDAG:
     """The polished CPDAG: each cluster's variables take the parents its search gave them (a search that
     did not finish keeps the repaired DAG's); a pair two searches joined both ways keeps the direction of
-    the repaired DAG's order; a cross-cluster edge that would close a cycle is reversed."""
-    dag, rank = repaired_order(graph)
+    the repaired DAG's order; a cross-cluster edge that would close a cycle is reversed (`ordered` as for
+    polish_blocks)."""
+    dag, rank = ordered or repaired_order(graph)
     owner = np.empty(graph.p, dtype=np.int64)
     for b, block in enumerate(blocks):
         owner[block.columns[:block.core]] = b
@@ -213,7 +217,8 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
     (hpc.pef.partition.largest_cluster). The polished CPDAG and its account."""
     if config.upto:
         config = replace(config, upto=min(config.upto, largest_cluster(config.upto, chain.n)))
-    blocks = polish_blocks(graph, groups, config.upto)
+    ordered = repaired_order(graph)  # a DAG of a graph of 100,000 variables: 3 s, so once for the blocks and the join
+    blocks = polish_blocks(graph, groups, config.upto, ordered)
     bounds = shares([len(b.columns) * (len(b.columns) <= config.upto) for b in blocks], config.nodes * graph.p)
     specs = [{"method": "boss-polish", "penalty": config.penalty, "search": b.fingerprint(),
               **({"nodes": bound} if bound else {})} for b, bound in zip(blocks, bounds)]
@@ -243,7 +248,7 @@ def polish_graph(chain: Chain, graph: PDAG, groups: list[np.ndarray], config: Po
         memory.put(todo[t], MemberRun(specs[todo[t]], "ok", result, np.empty((0, 2), np.int64), None,
                                       time.perf_counter() - begin, note), at_once=False)
         chain.show(f"{label}: searches", done, len(todo))
-    polished = join_parents(graph, blocks, results)
+    polished = join_parents(graph, blocks, results, ordered)
     return polished, {**changes(graph, polished), "searches": len(todo) + resumed, "groups": len(groups),
                       "parts": len(blocks), "largest_search": sizes[-1], "largest_pairs": most,
                       **({"stopped": stopped} if stopped else {}), **({"resumed": resumed} if resumed else {})}
