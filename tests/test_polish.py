@@ -12,7 +12,8 @@ from hpc.graphs.equivalence import dag_to_cpdag
 from hpc.graphs.metrics import compare
 from hpc.graphs.pdag import PDAG
 from hpc.pef.pipeline import PEF
-from hpc.pef.polish import Polish, PolishConfig, blanket, blankets, communities, join_parents, polish_blocks, shares
+from hpc.pef.polish import (Polish, PolishConfig, blanket, blankets, communities, handed_both_ways, join_parents,
+                            polish_blocks, shares)
 from hpc.pef.steps import steps_from
 from hpc.pef.step import StepMemory
 from tests.chains import chain_of, run_step
@@ -75,6 +76,22 @@ def test_each_cluster_sets_its_own_parents_and_a_pair_joined_both_ways_follows_t
     # the right search cut: its variables keep their repaired parents; the left one adds 1 -> 0
     out = join_parents(g, blocks, [np.array([[1, 0]]), None])
     assert sorted(out.skeleton_keys().tolist()) == [0 * 4 + 1, 0 * 4 + 2, 1 * 4 + 2, 2 * 4 + 3]
+
+
+def test_a_pair_each_search_oriented_into_the_other_clusters_variable_stays_along_the_repaired_order():
+    g = PDAG(tuple("abcd"), [(0, 2), (1, 2), (2, 3)])
+    blocks = polish_blocks(g, [np.array([0, 1]), np.array([2, 3])])
+    # left (columns 0, 1, 2) orients 0 -> 2, right (columns 2, 3, 0, 1) 2 -> 0: each hands the pair to the other
+    # cluster's variable, whose search decides its parents; both found the adjacency, so it stays, as 0 -> 2 (the
+    # repaired order). 1 -> 2 the right search dropped (2's parents are its to decide), and 2 -> 3 it kept.
+    left = np.array([[0, 2]])
+    right = np.array([[0, 1], [0, 2]])  # in its columns' indices: 2 -> 3 and 2 -> 0
+    out = join_parents(g, blocks, [left, right])
+    assert sorted(out.skeleton_keys().tolist()) == [0 * 4 + 2, 2 * 4 + 3]
+    assert handed_both_ways(4, [np.array([[0, 2]]), np.array([[2, 0]])], np.arange(4)).tolist() == [[0, 2]]
+    # handed one way only (the right search leaves 0 and 2 apart): 2's search decides, and the pair goes
+    out = join_parents(g, blocks, [left, np.array([[0, 1]])])
+    assert sorted(out.skeleton_keys().tolist()) == [2 * 4 + 3]
 
 
 def planted() -> tuple[np.ndarray, PDAG, list[np.ndarray]]:
