@@ -181,7 +181,7 @@ def handed_both_ways(p: int, handed: list[np.ndarray], rank: np.ndarray) -> np.n
     seed 100 (tuning) the polish's searches handed 109 pairs both ways and each recut pass's 7-35 (a true edge
     among them worth 10,000 in BIC); dropping them, the recut's passes lowered the graph's BIC pass by pass and
     left its SHD at 9,032-9,067; keeping them, 8,874 after 12 passes.
-    On the five larger tuning problems of the recut's passes (hpc.pef.recut) 18,186 SHD in all against 18,492;
+    On the five larger tuning problems of the recut's passes (hpc.pef.recut) 18,191 SHD in all against 18,492;
     at 1,000 variables (seeds 100-102) level, but for sf and layer, whose bounded searches after the polish move
     by tens of SHD under any change before them."""
     edges = np.concatenate(handed) if handed else np.empty((0, 2), dtype=np.int64)

@@ -36,7 +36,7 @@ class RecutConfig:
     # `settle` gave 18,574, 18,492 and 18,438 SHD in all over 34, 44 and 52 passes (mosaic 2,439, 2,400, 2,370;
     # Alarm-30000 9,067, 9,032, 9,008; the others stopped by `settle` at 4-10); 12 keeps Alarm-30000's run well
     # within its 900 s (a pass there is 30-40 s). Since the polish's join keeps the pairs two searches each handed
-    # the other (hpc.pef.polish.handed_both_ways), 12 passes give 18,186 there.
+    # the other (hpc.pef.polish.handed_both_ways), 12 passes give 18,191 there.
     passes: int = 12
     # ... each only while under this share of the graph's edges join two communities: 0.09-0.14 on the
     # block-structured families (Alarm, Hailfinder, ws, sbm, mosaic, layer), 0.41-0.44 on er, hub and sf (their
