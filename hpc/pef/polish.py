@@ -178,12 +178,11 @@ def handed_both_ways(p: int, handed: list[np.ndarray], rank: np.ndarray) -> np.n
     """Of the edges each search oriented from its own variable into another search's (`handed`; the other search
     decides that variable's parents), the pairs both searches joined this way, each into the other's variable, so
     that neither kept the pair: the edge along the repaired order `rank`. Both found the adjacency. On Alarm-30000
-    seed 100 (tuning) the polish's searches handed 109 pairs both ways and each recut pass's 7-35 (a true edge
-    among them worth 10,000 in BIC); dropping them, the recut's passes lowered the graph's BIC pass by pass and
-    left its SHD at 9,032-9,067; keeping them, 8,874 after 12 passes.
-    On the five larger tuning problems of the recut's passes (hpc.pef.recut) 18,191 SHD in all against 18,492;
-    at 1,000 variables (seeds 100-102) level, but for sf and layer, whose bounded searches after the polish move
-    by tens of SHD under any change before them."""
+    seed 100 (tuning) the polish's searches handed 109 pairs both ways and each recut pass's 7-35; dropping them,
+    the recut's passes lowered the graph's BIC pass by pass and left its SHD at 9,032-9,067; keeping them, 8,874
+    after 12 passes. On the five larger tuning problems of the recut's passes (hpc.pef.recut) 18,191 SHD in all
+    against 18,492; at 1,000 variables (seeds 100-102) level, but for sf and layer, whose bounded searches after
+    the polish move by tens of SHD under any change before them."""
     edges = np.concatenate(handed) if handed else np.empty((0, 2), dtype=np.int64)
     keys = pair_keys(edges, p)
     unique, count = np.unique(keys, return_counts=True)
