@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from hpc.errors import PsleError
 LOCAL_TCP_TIMEOUT = "600s"
 #: Times a scatter is tried while worker jobs come and go under it.
 SCATTER_TRIES = 3
+#: Times one task is submitted again after data it reads was lost with every worker that held it.
+RESUBMIT_TRIES = 3
 #: How often a drawn run looks again for workers that joined (SLURM jobs start when they start).
 WORKER_POLL = 5.0
 
@@ -181,12 +184,14 @@ class DaskExecutor(SerialExecutor):
             self.client = Client(self._cluster)
         self.dashboard: str | None = self.client.dashboard_link if self.client.scheduler_info().get("services") \
             else None
-        self._count(tell_places=False)
+        self._bookkeeping(tell_places=False)
 
-    def _count(self, tell_places: bool) -> None:
+    def _bookkeeping(self, tell_places: bool) -> None:
         self.tell_places = tell_places  # name the places tasks ran in (when workers live in SLURM jobs)
         self.placed: dict[str, int] = {}  # tasks per place since placements() was last asked
         self.busy = 0.0  # seconds tasks took since task_seconds() was last asked
+        # What each live scattered key holds, to scatter it again: [object, broadcast, its replacement or None].
+        self._kept: dict[Any, list] = {}
 
     def task_threads(self, n_tasks: int) -> int:
         """With fewer tasks than worker slots, the idle slots' cores go to the running tasks' threads
@@ -200,13 +205,28 @@ class DaskExecutor(SerialExecutor):
 
     def run(self, fn: Callable, tasks: list[tuple]) -> Iterator[tuple[int, Any]]:
         from dask.distributed import as_completed
+        from distributed.client import FutureCancelledError
 
         # Explicit priorities keep the caller's order: without them, tasks that read scattered data
         # start last-submitted-first after the first one (measured), so PEF's largest clusters ran last.
+        tasks = list(tasks)  # a task submitted again may read other futures than the caller's
         futures = {self._submit(fn, args, priority=len(tasks) - k): k for k, args in enumerate(tasks)}
+        done = as_completed(futures)
+        tries = dict.fromkeys(range(len(tasks)), 0)
         try:
-            for future in as_completed(futures):
-                yield futures[future], self._result(future)
+            for future in done:
+                k = futures.pop(future)
+                try:
+                    result = self._result(future)
+                except FutureCancelledError:
+                    if tries[k] >= RESUBMIT_TRIES or (args := self._rescattered(tasks[k])) is None:
+                        raise
+                    tasks[k], tries[k] = args, tries[k] + 1
+                    again = self._submit(fn, tasks[k], priority=len(tasks) - k)
+                    futures[again] = k
+                    done.add(again)
+                    continue
+                yield k, result
         finally:  # a caller that stops early (a wall limit, an error) leaves no tasks queued behind it
             # A caller interrupted between two results leaves this generator to the garbage collector,
             # which may close it after the client: then there is nothing left to cancel.
@@ -218,22 +238,33 @@ class DaskExecutor(SerialExecutor):
         and no more: a task queued behind a busy worker would be decided before the results it
         could learn from."""
         from dask.distributed import wait
+        from distributed.client import FutureCancelledError, FuturesCancelledError
 
-        running: dict[Any, Hashable] = {}
+        running: dict[Any, tuple[Hashable, tuple, int]] = {}  # future: (key, args, times resubmitted)
         try:
             while True:
                 slots = max(1, sum(self.client.nthreads().values()))
                 while len(running) < slots and (task := draw()) is not None:
                     key, args = task
-                    running[self._submit(fn, args)] = key
+                    running[self._submit(fn, args)] = (key, args, 0)
                 if not running:
                     return
                 try:
-                    done = wait(list(running), timeout=WORKER_POLL, return_when="FIRST_COMPLETED").done
+                    wait(list(running), timeout=WORKER_POLL, return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     continue
-                for future in [f for f in running if f in done]:
-                    yield running.pop(future), self._result(future)
+                except FuturesCancelledError:
+                    pass  # each cancelled task is seen to below
+                for future in [f for f in running if f.done()]:
+                    key, args, tries = running.pop(future)
+                    try:
+                        result = self._result(future)
+                    except FutureCancelledError:
+                        if tries >= RESUBMIT_TRIES or (args := self._rescattered(args)) is None:
+                            raise
+                        running[self._submit(fn, args)] = (key, args, tries + 1)
+                        continue
+                    yield key, result
         finally:  # as in `run`: a caller that stops early leaves nothing running behind it
             if running and self.client.status == "running":
                 self.client.cancel(list(running))
@@ -258,8 +289,44 @@ class DaskExecutor(SerialExecutor):
     def scatter(self, obj: Any, broadcast: bool = True) -> Any:
         """`broadcast=False` for data only a few tasks read (one cluster's covariance): it moves on demand.
         Keys are fresh, not content hashes: the same matrix scattered again by a later step must not share
-        a key with an earlier step's copy, whose release would cancel the later step's tasks."""
+        a key with an earlier step's copy, whose release would cancel the later step's tasks.
+        The object is kept (a reference: the caller holds it anyway) while the returned future lives, to
+        scatter it again should every worker holding it leave."""
+        future = self._copies(obj, broadcast)
+        self._kept[future.key] = [obj, broadcast, None]
+        weakref.finalize(future, self._kept.pop, future.key, None)
+        return future
+
+    def _copies(self, obj: Any, broadcast: bool) -> Any:
         return self.client.scatter(obj, broadcast=broadcast, hash=False)
+
+    def _rescattered(self, args: tuple) -> tuple | None:
+        """A cancelled task's arguments with the scattered data it reads that no worker holds any more
+        scattered again (None if it lost none): dask cannot recompute scattered data, and cancels every
+        task reading data lost with its workers (a worker killed for its memory, a SLURM worker job
+        preempted)."""
+        from distributed import Future
+
+        # The scheduler tells the client of lost data before it cancels the tasks that read it.
+        lost = {f.key for f in _futures_in(args) if f.key in self._kept and f.status != "finished"}
+        if not lost:
+            return None
+        for key in lost:
+            kept = self._kept[key]
+            if kept[2] is None or kept[2].status != "finished":
+                kept[2] = self.scatter(kept[0], kept[1])
+        swap = {key: self._kept[key][2] for key in lost}
+
+        def swapped(value: Any) -> Any:
+            if isinstance(value, Future):
+                return swap.get(value.key, value)
+            if type(value) in (tuple, list):
+                return type(value)(swapped(v) for v in value)
+            if type(value) is dict:
+                return {k: swapped(v) for k, v in value.items()}
+            return value
+
+        return swapped(args)
 
     def close(self) -> None:
         # Workers still heartbeating while the scheduler goes away log CommClosedError tracebacks:
@@ -293,6 +360,20 @@ def announce_dashboard(executor: SerialExecutor) -> None:
         link = link.replace("127.0.0.1", node).replace("localhost", node) + \
             f" (from the login node: ssh -N -L {port}:{node}:{port} <login node>, then http://localhost:{port})"
     print(f"psle: dask dashboard at {link}", file=sys.stderr)
+
+
+def _futures_in(value: Any) -> Iterator[Any]:
+    """The dask futures in a task's arguments, where dask itself finds them (in tuples, lists and dicts)."""
+    from distributed import Future
+
+    if isinstance(value, Future):
+        yield value
+    elif type(value) in (tuple, list):
+        for v in value:
+            yield from _futures_in(v)
+    elif type(value) is dict:
+        for v in value.values():
+            yield from _futures_in(v)
 
 
 def located(fn: Callable, *args: Any) -> tuple[str, float, Any]:
@@ -343,7 +424,8 @@ FIRST_WORKER_WAIT = 600
 class SlurmDaskExecutor(DaskExecutor):
     """A dask-jobqueue SLURMCluster: `workers` SLURM jobs (on any nodes), each `worker_job.cores` dask
     workers. A worker job that is requeued (preemption) comes back as the same worker; its tasks meanwhile
-    run elsewhere, since dask reruns the tasks of a worker it lost. Counts where each task ran."""
+    run elsewhere, since dask reruns the tasks of a worker it lost (and `run` scatters again the data lost
+    with it). Counts where each task ran."""
 
     def __init__(self, workers: int, worker_job: WorkerJob, container: str | None = None):
         import dask
@@ -354,8 +436,9 @@ class SlurmDaskExecutor(DaskExecutor):
 
         prologue = ["export PYTHONHASHSEED=0"]
         python = image_python(container) if container else None
-        # The scheduler runs in this process. Its active memory manager would drop the copies `scatter` makes
-        # (keeping one per key), and a requeued worker job could then take the only one with it. dask-jobqueue
+        # The scheduler runs in this process. Its active memory manager would drop the copies workers fetch of
+        # scattered data (keeping one per key), and a requeued worker job would then more often take the only one
+        # with it (the data is then scattered again, and the tasks reading it rerun). dask-jobqueue
         # cancels a worker job whose worker has been gone `lost-worker-timeout` (15 s) and submits another: a
         # requeued job waiting in the queue would then compete with its own replacement for the node. Waiting
         # for it as long as a job may run lets the requeued job come back as the same worker.
@@ -382,7 +465,7 @@ class SlurmDaskExecutor(DaskExecutor):
                                 "request no node can meet: see squeue); its jobs were cancelled") from None
             raise
         self.dashboard = None
-        self._count(tell_places=True)
+        self._bookkeeping(tell_places=True)
 
     def close(self) -> None:
         import dask
@@ -395,18 +478,18 @@ class SlurmDaskExecutor(DaskExecutor):
         finally:
             dask.config.set(self._previous)
 
-    def scatter(self, obj: Any, broadcast: bool = True) -> Any:
-        """Always a copy on every worker: data held by one worker only is lost with its job (preemption), and
-        every task that reads it fails; with copies, dask reruns the lost worker's tasks on the others. A worker
-        job that leaves while the copies are made fails the scheduler's copying: a KeyError naming its address, or
-        the scheduler closing the scatter's connection (CommClosedError, an OSError; seen with a job requeued while
-        fusion scattered its data). The copies are then made again to the workers still there."""
+    def _copies(self, obj: Any, broadcast: bool) -> Any:
+        """One copy, on one worker; the workers whose tasks read it fetch it from there. Never a broadcast: dask's
+        replicate loops for ever when a worker it copies to leaves meanwhile (seen with a worker job requeued while
+        fusion scattered its data), and a copy lost with its job is scattered again by `run`. A worker job that
+        leaves while the copy is sent fails the scatter: a KeyError naming its address, or the scheduler closing
+        the scatter's connection (CommClosedError, an OSError); it is then sent to a worker still there."""
         for _ in range(SCATTER_TRIES - 1):
             try:
-                return super().scatter(obj, broadcast=True)
+                return super()._copies(obj, broadcast=False)
             except (KeyError, OSError):
                 self.client.wait_for_workers(1, timeout=600)
-        return super().scatter(obj, broadcast=True)
+        return super()._copies(obj, broadcast=False)
 
 
 EXECUTOR_KINDS = ("local", "serial", "slurm_dask")

@@ -576,10 +576,9 @@ def test_collinear_columns_give_a_graph_not_a_traceback():
 
 
 @pytest.mark.parametrize("error", [KeyError("tcp://192.0.2.2:40781"), "closed"])
-def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again(error):
-    """dask's scheduler fails a broadcast scatter with a KeyError naming a worker that left while it copied (a
-    SLURM worker job ending), or closes the scatter's connection; the SLURM executor makes the copies again to the
-    workers still there."""
+def test_a_worker_job_leaving_during_a_scatter_gets_the_data_sent_again(error):
+    """dask's scheduler fails a scatter with a KeyError naming a worker that left while it sent (a SLURM worker job
+    ending), or closes the scatter's connection; the SLURM executor sends the data again to a worker still there."""
     from distributed.comm.core import CommClosedError
 
     from hpc.executors import SCATTER_TRIES, SlurmDaskExecutor
@@ -593,7 +592,7 @@ def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again(error)
 
         def scatter(self, obj, broadcast, hash):
             self.calls += 1
-            assert broadcast and not hash
+            assert not broadcast and not hash  # dask's replicate never ends if a worker leaves during it
             if self.calls <= self.failures:
                 raise failure
             return f"future of {obj}"
@@ -603,9 +602,41 @@ def test_a_worker_job_leaving_during_a_scatter_gets_the_copies_made_again(error)
 
     executor = object.__new__(SlurmDaskExecutor)  # its client only: no SLURM job is started
     executor.client = Client(failures=1)
-    assert executor.scatter("x", broadcast=False) == "future of x"
+    assert executor._copies("x", broadcast=False) == "future of x"
     assert executor.client.calls == 2 and executor.client.waits == 1
     executor.client = Client(failures=SCATTER_TRIES)  # workers that keep leaving: the error comes through
     with pytest.raises(type(failure)):
-        executor.scatter("x")
+        executor._copies("x", broadcast=True)  # asked for copies everywhere, it sends one
     assert executor.client.calls == SCATTER_TRIES
+
+
+def _total(values: np.ndarray, scale: float) -> float:
+    return float(values.sum()) * scale
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("drawn", [False, True])
+def test_scattered_data_lost_with_its_worker_is_scattered_again_and_its_tasks_run(drawn):
+    # A worker killed for its memory, or a SLURM worker job preempted, takes the data scattered to it alone;
+    # dask cannot recompute it and cancels every task reading it (a SLURM test lost a run so).
+    with DaskExecutor(n_workers=2) as executor:
+        client = executor.client
+        data = executor.scatter(np.arange(5.0), broadcast=False)
+        (holder,) = client.who_has([data])[data.key]
+        client.restart_workers([holder])
+        deadline = time.monotonic() + 120
+        while data.status == "finished":
+            assert time.monotonic() < deadline, "the restarted worker kept the data"
+            time.sleep(0.1)
+        tasks = [(data, 1.0), ([data, 2.0][0], 2.0), (data, 3.0)]
+        if drawn:
+            queue = iter(enumerate(tasks))
+            results = dict(executor.run_drawn(_total, lambda: next(queue, None)))
+        else:
+            results = dict(executor.run(_total, tasks))
+            assert tasks[0][0] is data  # the caller's tasks are left as they were
+        assert results == {0: 10.0, 1: 20.0, 2: 30.0}
+        lost = client.scatter(np.ones(2), hash=False)  # lost data the executor did not scatter: the task fails
+        client.cancel([lost])
+        with pytest.raises(Exception, match="cancel"):
+            dict(executor.run(_total, [(lost, 1.0)]))
