@@ -305,8 +305,6 @@ class DaskExecutor(SerialExecutor):
         scattered again (None if it lost none): dask cannot recompute scattered data, and cancels every
         task reading data lost with its workers (a worker killed for its memory, a SLURM worker job
         preempted)."""
-        from distributed import Future
-
         # The scheduler tells the client of lost data before it cancels the tasks that read it.
         lost = {f.key for f in _futures_in(args) if f.key in self._kept and f.status != "finished"}
         if not lost:
@@ -315,18 +313,7 @@ class DaskExecutor(SerialExecutor):
             kept = self._kept[key]
             if kept[2] is None or kept[2].status != "finished":
                 kept[2] = self.scatter(kept[0], kept[1])
-        swap = {key: self._kept[key][2] for key in lost}
-
-        def swapped(value: Any) -> Any:
-            if isinstance(value, Future):
-                return swap.get(value.key, value)
-            if type(value) in (tuple, list):
-                return type(value)(swapped(v) for v in value)
-            if type(value) is dict:
-                return {k: swapped(v) for k, v in value.items()}
-            return value
-
-        return swapped(args)
+        return _swapped(args, {key: self._kept[key][2] for key in lost})
 
     def close(self) -> None:
         # Workers still heartbeating while the scheduler goes away log CommClosedError tracebacks:
@@ -374,6 +361,19 @@ def _futures_in(value: Any) -> Iterator[Any]:
     elif type(value) is dict:
         for v in value.values():
             yield from _futures_in(v)
+
+
+def _swapped(value: Any, swap: dict) -> Any:
+    """`value` with each future whose key is in `swap` replaced by swap's future, where `_futures_in` finds them."""
+    from distributed import Future
+
+    if isinstance(value, Future):
+        return swap.get(value.key, value)
+    if type(value) in (tuple, list):
+        return type(value)(_swapped(v, swap) for v in value)
+    if type(value) is dict:
+        return {k: _swapped(v, swap) for k, v in value.items()}
+    return value
 
 
 def located(fn: Callable, *args: Any) -> tuple[str, float, Any]:
