@@ -219,7 +219,7 @@ class DaskExecutor(SerialExecutor):
                 try:
                     result = self._result(future)
                 except FutureCancelledError:
-                    if tries[k] >= RESUBMIT_TRIES or (args := self._rescattered(tasks[k])) is None:
+                    if (args := self._rescattered(tasks[k], tries[k])) is None:
                         raise
                     tasks[k], tries[k] = args, tries[k] + 1
                     again = self._submit(fn, tasks[k], priority=len(tasks) - k)
@@ -260,7 +260,7 @@ class DaskExecutor(SerialExecutor):
                     try:
                         result = self._result(future)
                     except FutureCancelledError:
-                        if tries >= RESUBMIT_TRIES or (args := self._rescattered(args)) is None:
+                        if (args := self._rescattered(args, tries)) is None:
                             raise
                         running[self._submit(fn, args)] = (key, args, tries + 1)
                         continue
@@ -300,14 +300,14 @@ class DaskExecutor(SerialExecutor):
     def _copies(self, obj: Any, broadcast: bool) -> Any:
         return self.client.scatter(obj, broadcast=broadcast, hash=False)
 
-    def _rescattered(self, args: tuple) -> tuple | None:
+    def _rescattered(self, args: tuple, tries: int) -> tuple | None:
         """A cancelled task's arguments with the scattered data it reads that no worker holds any more
-        scattered again (None if it lost none): dask cannot recompute scattered data, and cancels every
-        task reading data lost with its workers (a worker killed for its memory, a SLURM worker job
-        preempted)."""
+        scattered again (None if it lost none, or was submitted again `tries` >= RESUBMIT_TRIES times):
+        dask cannot recompute scattered data, and cancels every task reading data lost with its workers
+        (a worker killed for its memory, a SLURM worker job preempted)."""
         # The scheduler tells the client of lost data before it cancels the tasks that read it.
         lost = {f.key for f in _futures_in(args) if f.key in self._kept and f.status != "finished"}
-        if not lost:
+        if not lost or tries >= RESUBMIT_TRIES:
             return None
         for key in lost:
             kept = self._kept[key]
